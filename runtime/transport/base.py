@@ -1,0 +1,157 @@
+"""The transport interface the task loops run over: a producer, a consumer and an admin client.
+
+Two implementations: ``memory`` (an in-process broker for deterministic tests and the embedded demo) and, later,
+``kafka`` (confluent-kafka). The shapes follow confluent-kafka so the Kafka one is a thin adapter. Nothing here
+blocks on the clock in the memory implementation; the loops compute their own deadlines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from headwater.sdk.records import TopicPartition
+
+RawHeaders = list[tuple[str, bytes | None]]
+
+
+@dataclass(slots=True)
+class Message:
+    """A record as the broker stores it: bytes in, bytes out."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int | None = None
+    headers: RawHeaders | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetadata:
+    """Where the broker put an acknowledged record."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+DeliveryCallback = Callable[[Exception | None, RecordMetadata | None], None]
+"""Called from ``Producer.poll``/``flush`` once per produced record: ``(None, metadata)`` on success,
+``(error, None)`` on failure."""
+
+CommitCallback = Callable[[Exception | None, Mapping[TopicPartition, int]], None]
+"""Called from ``Consumer.poll`` when an asynchronous commit completes."""
+
+
+class RebalanceListener(Protocol):
+    """Rebalance callbacks; a consumer calls them only from inside ``Consumer.poll``, on the polling thread."""
+
+    def on_partitions_revoked(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    def on_partitions_assigned(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    def on_partitions_lost(self, partitions: Collection[TopicPartition]) -> None: ...
+
+
+class Producer(Protocol):
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: RawHeaders | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        """Queue one record. Raises :class:`RetriableError` when it cannot be queued now (queue full, say),
+        :class:`ConnectError` when it never can."""
+        ...
+
+    def poll(self, timeout_ms: int = 0) -> int:
+        """Serve delivery callbacks; return how many were served."""
+        ...
+
+    def flush(self, timeout_ms: int) -> int:
+        """Wait for every queued record's delivery callback; return how many are still outstanding."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Consumer(Protocol):
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
+        """Join the consumer group for ``topics``; assignment arrives through ``listener`` inside ``poll``."""
+        ...
+
+    def assign(self, partitions: Collection[TopicPartition]) -> None:
+        """Manual assignment, no group membership."""
+        ...
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[Message]:
+        """Fetch up to ``max_records`` from assigned, unpaused partitions. Rebalance and commit callbacks run
+        inside this call."""
+        ...
+
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+    def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record this consumer will fetch from ``partition``."""
+        ...
+
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    def pause(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    def paused(self) -> frozenset[TopicPartition]: ...
+
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        asynchronous: bool,
+        on_complete: CommitCallback | None = None,
+    ) -> None:
+        """Commit next-offsets-to-consume for the group. Synchronous commits raise on failure; asynchronous ones
+        report through ``on_complete`` from a later ``poll``."""
+        ...
+
+    def committed(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    def close(self) -> None:
+        """Leave the group without calling the rebalance listener."""
+        ...
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+class Admin(Protocol):
+    def create_topics(self, topics: Sequence[NewTopic]) -> None:
+        """Create the topics that do not exist yet; existing ones are left as they are."""
+        ...
+
+    def list_topics(self) -> dict[str, int]:
+        """Topic name -> partition count."""
+        ...
+
+    def delete_topics(self, names: Sequence[str]) -> None: ...
+
+
+class Transport(Protocol):
+    """Makes clients for one cluster."""
+
+    def producer(self, config: Mapping[str, Any]) -> Producer: ...
+
+    def consumer(self, group_id: str | None, config: Mapping[str, Any]) -> Consumer: ...
+
+    def admin(self) -> Admin: ...

@@ -1,0 +1,76 @@
+"""Headwater's connector SDK: everything a connector author imports."""
+
+from headwater.sdk.config import (
+    REQUIRED,
+    ConfigDef,
+    ConfigKey,
+    Importance,
+    Type,
+    at_least,
+    in_range,
+    non_empty_string,
+    one_of,
+    regex,
+)
+from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
+from headwater.sdk.context import (
+    Clock,
+    ConnectorContext,
+    OffsetStorageReader,
+    SinkTaskContext,
+    SourceTaskContext,
+)
+from headwater.sdk.errors import ConfigError, ConnectError, IllegalWorkerStateError, RetriableError
+from headwater.sdk.hookspecs import hookimpl
+from headwater.sdk.records import (
+    Header,
+    SinkRecord,
+    SourceOffset,
+    SourcePartition,
+    SourceRecord,
+    TopicPartition,
+)
+from headwater.sdk.task import SinkTask, SourceTask, Task
+
+CONNECTOR_ENTRY_POINT_GROUP = "headwater.connectors"
+"""Installed connector plugins register their connector classes under this entry-point group."""
+
+PLUGIN_ENTRY_POINT_GROUP = "headwater.plugins"
+"""Cross-cutting plugins (metrics, tracing) that implement hooks for every task register here."""
+
+__all__ = [
+    "CONNECTOR_ENTRY_POINT_GROUP",
+    "PLUGIN_ENTRY_POINT_GROUP",
+    "REQUIRED",
+    "Clock",
+    "ConfigDef",
+    "ConfigError",
+    "ConfigKey",
+    "ConnectError",
+    "Connector",
+    "ConnectorContext",
+    "Header",
+    "IllegalWorkerStateError",
+    "Importance",
+    "OffsetStorageReader",
+    "RetriableError",
+    "SinkConnector",
+    "SinkRecord",
+    "SinkTask",
+    "SinkTaskContext",
+    "SourceConnector",
+    "SourceOffset",
+    "SourcePartition",
+    "SourceRecord",
+    "SourceTask",
+    "SourceTaskContext",
+    "Task",
+    "TopicPartition",
+    "Type",
+    "at_least",
+    "hookimpl",
+    "in_range",
+    "non_empty_string",
+    "one_of",
+    "regex",
+]

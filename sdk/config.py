@@ -1,0 +1,225 @@
+"""Configuration definitions, like Kafka Connect's ``ConfigDef``: keys with a type, default, validator,
+importance and documentation. Parsing errors name the key and the bad value."""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from headwater.sdk.errors import ConfigError
+
+
+class Type(enum.Enum):
+    BOOLEAN = "BOOLEAN"
+    STRING = "STRING"
+    INT = "INT"
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    LIST = "LIST"
+    PASSWORD = "PASSWORD"
+    CLASS = "CLASS"
+
+
+class Importance(enum.Enum):
+    HIGH = "HIGH"
+    MEDIUM = "MEDIUM"
+    LOW = "LOW"
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+"""Default of a key that has none: parsing fails when the key is missing."""
+
+Validator = Callable[[str, Any], None]
+"""Called with the key and the parsed value; raises :class:`ConfigError` when the value is not allowed."""
+
+_INT_RANGE = {Type.INT: (-(2**31), 2**31 - 1), Type.LONG: (-(2**63), 2**63 - 1)}
+
+
+def _parse(key: str, kind: Type, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind is Type.BOOLEAN:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise ConfigError(key, value, "Expected value to be either true or false")
+    if kind in (Type.STRING, Type.PASSWORD, Type.CLASS):
+        if isinstance(value, str):
+            return value.strip() if kind is not Type.PASSWORD else value
+        if kind is Type.CLASS and isinstance(value, type):
+            return f"{value.__module__}.{value.__qualname__}"
+        raise ConfigError(key, value, "Expected value to be a string")
+    if kind in (Type.INT, Type.LONG):
+        if isinstance(value, bool):
+            raise ConfigError(key, value, "Expected value to be an integer")
+        try:
+            parsed = value if isinstance(value, int) else int(str(value).strip())
+        except ValueError:
+            raise ConfigError(key, value, "Expected value to be an integer") from None
+        low, high = _INT_RANGE[kind]
+        if not low <= parsed <= high:
+            raise ConfigError(key, value, f"Expected value to fit a {kind.value.lower()}")
+        return parsed
+    if kind is Type.DOUBLE:
+        if isinstance(value, bool):
+            raise ConfigError(key, value, "Expected value to be a number")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(key, value, "Expected value to be a number") from None
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    if isinstance(value, Sequence):
+        return [str(item).strip() for item in value]
+    raise ConfigError(key, value, "Expected a comma-separated list")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: Type
+    default: Any
+    importance: Importance
+    documentation: str
+    validator: Validator | None = None
+    group: str | None = None
+    display_name: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def parse(self, raw: Any) -> Any:
+        value = _parse(self.name, self.type, raw)
+        if self.validator is not None and value is not None:
+            self.validator(self.name, value)
+        return value
+
+
+@dataclass
+class ConfigDef:
+    """An ordered set of :class:`ConfigKey` definitions."""
+
+    keys: dict[str, ConfigKey] = field(default_factory=dict)
+
+    def define(
+        self,
+        name: str,
+        type: Type,
+        default: Any = REQUIRED,
+        importance: Importance = Importance.MEDIUM,
+        documentation: str = "",
+        validator: Validator | None = None,
+        group: str | None = None,
+        display_name: str | None = None,
+    ) -> ConfigDef:
+        if name in self.keys:
+            raise ValueError(f"Configuration {name} is defined twice")
+        key = ConfigKey(name, type, default, importance, documentation, validator, group, display_name)
+        if not key.required and default is not None:
+            key.parse(default)  # a bad default is a programming error: fail where it is written
+        self.keys[name] = key
+        return self
+
+    def merge(self, other: ConfigDef) -> ConfigDef:
+        """A new definition with the keys of both (``other`` must not redefine a key)."""
+        merged = ConfigDef(dict(self.keys))
+        for key in other.keys.values():
+            if key.name in merged.keys:
+                raise ValueError(f"Configuration {key.name} is defined twice")
+            merged.keys[key.name] = key
+        return merged
+
+    def __iter__(self) -> Iterator[ConfigKey]:
+        return iter(self.keys.values())
+
+    def errors(self, props: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Validate every key; return the error messages per key (empty when the config is valid)."""
+        found: dict[str, list[str]] = {}
+        for key in self.keys.values():
+            try:
+                self._value(key, props)
+            except ConfigError as error:
+                found.setdefault(key.name, []).append(str(error))
+        return found
+
+    def parse(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """Parse ``props``; raise :class:`ConfigError` for the first bad key (message lists all bad keys).
+
+        Keys not defined here are passed through unchanged.
+        """
+        errors = self.errors(props)
+        if errors:
+            names = sorted(errors)
+            first = self.keys[names[0]]
+            message = "; ".join(msg for name in names for msg in errors[name])
+            error = ConfigError(first.name, props.get(first.name), message)
+            error.args = (message,)
+            raise error
+        parsed = dict(props)
+        for key in self.keys.values():
+            parsed[key.name] = self._value(key, props)
+        return parsed
+
+    @staticmethod
+    def _value(key: ConfigKey, props: Mapping[str, Any]) -> Any:
+        if key.name in props:
+            return key.parse(props[key.name])
+        if key.required:
+            raise ConfigError(key.name, None, "Missing required configuration with no default value")
+        return key.default
+
+
+def at_least(minimum: float) -> Validator:
+    """The value must be >= ``minimum``."""
+
+    def check(key: str, value: Any) -> None:
+        if value < minimum:
+            raise ConfigError(key, value, f"Value must be at least {minimum}")
+
+    return check
+
+
+def in_range(minimum: float, maximum: float) -> Validator:
+    """The value must be between ``minimum`` and ``maximum`` inclusive."""
+
+    def check(key: str, value: Any) -> None:
+        if not minimum <= value <= maximum:
+            raise ConfigError(key, value, f"Value must be between {minimum} and {maximum}")
+
+    return check
+
+
+def one_of(*allowed: str, case_sensitive: bool = False) -> Validator:
+    """The value must be one of ``allowed``."""
+    folded = {a if case_sensitive else a.lower() for a in allowed}
+
+    def check(key: str, value: Any) -> None:
+        probe = value if case_sensitive else str(value).lower()
+        if probe not in folded:
+            raise ConfigError(key, value, f"String must be one of: {', '.join(allowed)}")
+
+    return check
+
+
+def non_empty_string(key: str, value: Any) -> None:
+    """The value must be a non-empty string."""
+    if not str(value).strip():
+        raise ConfigError(key, value, "String must be non-empty")
+
+
+def regex(key: str, value: Any) -> None:
+    """The value must compile as a regular expression."""
+    try:
+        re.compile(value)
+    except re.error as error:
+        raise ConfigError(key, value, f"Invalid regular expression: {error}") from None

@@ -1,0 +1,56 @@
+"""Connector base classes: configuration and the split of work into tasks."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from headwater.sdk.config import ConfigDef
+from headwater.sdk.context import ConnectorContext
+from headwater.sdk.task import SinkTask, SourceTask, Task
+
+
+class Connector(ABC):
+    """Configures and splits a job into task configs; the worker runs the tasks."""
+
+    context: ConnectorContext
+
+    def initialize(self, context: ConnectorContext) -> None:
+        self.context = context
+
+    def version(self) -> str:
+        return "0.0.0"
+
+    def config_def(self) -> ConfigDef:
+        """The connector's own configuration keys (the worker adds the common ones)."""
+        return ConfigDef()
+
+    def validate(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Parse ``config`` against :meth:`config_def`; raise :class:`ConfigError` naming every bad key."""
+        return self.config_def().parse(config)
+
+    @abstractmethod
+    def start(self, config: Mapping[str, str]) -> None:
+        """Start with the connector's config (validated)."""
+
+    @abstractmethod
+    def task_class(self) -> type[Task]:
+        """The task class the worker instantiates."""
+
+    @abstractmethod
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Return at most ``max_tasks`` task configs."""
+
+    def stop(self) -> None:  # noqa: B027 - a no-op default
+        """Release what the connector holds. The ``stop`` hook (with ``connector_deleted``) calls this by default."""
+
+
+class SourceConnector(Connector):
+    @abstractmethod
+    def task_class(self) -> type[SourceTask]: ...
+
+
+class SinkConnector(Connector):
+    @abstractmethod
+    def task_class(self) -> type[SinkTask]: ...

@@ -1,0 +1,89 @@
+"""What the runtime offers a connector or task while it runs."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+from typing import Protocol
+
+from headwater.sdk.records import SourceOffset, SourcePartition, TopicPartition
+
+
+class Clock(Protocol):
+    """The runtime's clock. Tasks that flush or batch by time read it, so simulated runs stay deterministic."""
+
+    def now_ms(self) -> int:
+        """Milliseconds since the epoch (virtual in a simulated worker)."""
+        ...
+
+
+class OffsetStorageReader(ABC):
+    """Reads the committed offsets of the connector's source partitions."""
+
+    @abstractmethod
+    def offsets(
+        self, partitions: Sequence[SourcePartition]
+    ) -> list[tuple[SourcePartition, SourceOffset | None]]:
+        """Return ``(partition, offset)`` pairs, offset ``None`` where nothing is committed."""
+
+    def offset(self, partition: SourcePartition) -> SourceOffset | None:
+        """Return the committed offset of one source partition, or ``None``."""
+        return self.offsets([partition])[0][1]
+
+
+class ConnectorContext(ABC):
+    """Given to a connector by :meth:`Connector.initialize`."""
+
+    clock: Clock
+    offset_storage_reader: OffsetStorageReader
+
+    @abstractmethod
+    def request_task_reconfiguration(self) -> None:
+        """Ask the herder to call ``task_configs`` again and restart the tasks if the configs changed."""
+
+    @abstractmethod
+    def raise_error(self, error: Exception) -> None:
+        """Fail the connector from a thread of its own (a monitor thread, say)."""
+
+
+class SourceTaskContext(ABC):
+    """Given to a source task by :meth:`SourceTask.initialize`."""
+
+    config: Mapping[str, str]
+    clock: Clock
+    offset_storage_reader: OffsetStorageReader
+
+
+class SinkTaskContext(ABC):
+    """Given to a sink task by :meth:`SinkTask.initialize`."""
+
+    config: Mapping[str, str]
+    clock: Clock
+
+    @abstractmethod
+    def request_commit(self) -> None:
+        """Ask for an offset commit at the next loop pass (KIP-89). A hint: no timing is guaranteed."""
+
+    @abstractmethod
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Rewind (or skip) partitions: the next records delivered start at these offsets."""
+
+    @abstractmethod
+    def timeout(self, timeout_ms: int) -> None:
+        """After a retriable failure, wait at most this long for records before calling ``put`` again."""
+
+    @abstractmethod
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions currently assigned to this task."""
+
+    @abstractmethod
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching from these assigned partitions until :meth:`resume`."""
+
+    @abstractmethod
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch again from partitions paused with :meth:`pause`."""
+
+    @abstractmethod
+    def paused(self) -> Collection[TopicPartition]:
+        """The partitions this task has paused."""
