@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from headwater.sdk.errors import ConfigError
@@ -126,7 +126,8 @@ class ConfigDef:
             raise ValueError(f"Configuration {name} is defined twice")
         key = ConfigKey(name, type, default, importance, documentation, validator, group, display_name)
         if not key.required and default is not None:
-            key.parse(default)  # a bad default is a programming error: fail where it is written
+            # parsed like a given value; a bad default is a programming error: fail where it is written
+            key = replace(key, default=key.parse(default))
         self.keys[name] = key
         return self
 
@@ -172,7 +173,7 @@ class ConfigDef:
 
     @staticmethod
     def _value(key: ConfigKey, props: Mapping[str, Any]) -> Any:
-        if key.name in props:
+        if props.get(key.name) is not None:  # None counts as not set: a required key set to None is missing
             return key.parse(props[key.name])
         if key.required:
             raise ConfigError(key.name, None, "Missing required configuration with no default value")

@@ -21,9 +21,7 @@ class OffsetStorageReader(ABC):
     """Reads the committed offsets of the connector's source partitions."""
 
     @abstractmethod
-    def offsets(
-        self, partitions: Sequence[SourcePartition]
-    ) -> list[tuple[SourcePartition, SourceOffset | None]]:
+    def offsets(self, partitions: Sequence[SourcePartition]) -> list[tuple[SourcePartition, SourceOffset | None]]:
         """Return ``(partition, offset)`` pairs, offset ``None`` where nothing is committed."""
 
     def offset(self, partition: SourcePartition) -> SourceOffset | None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
+
 from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord, TopicPartition
 
 if TYPE_CHECKING:
@@ -50,9 +51,7 @@ def produce_heartbeat_records(
 
 
 @hookspec(firstresult=True)
-def pre_commit(
-    task: SinkTask, current_offsets: Mapping[TopicPartition, int]
-) -> Mapping[TopicPartition, int] | None:
+def pre_commit(task: SinkTask, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int] | None:
     """Return the offsets that are safe to commit for a sink task (KIP-89).
 
     When: on the task's own thread, before every offset commit: periodically every ``offset.flush.interval.ms``,
@@ -85,7 +84,14 @@ def stop(instance: Connector | Task, connector_deleted: bool) -> None:
     delivers it.
 
     All implementations run. The built-in default calls the plain ``instance.stop()`` unless the instance
-    implements this hook itself, so a class that only defines ``stop(self)`` keeps working.
+    implements this hook itself, so a class that only defines ``stop(self)`` keeps working. Implement it under
+    another method name so the plain ``stop()`` keeps its signature::
+
+        @hookimpl(specname="stop")
+        def on_stop(self, connector_deleted: bool) -> None:
+            if connector_deleted:
+                self.drop_audit_table()
+            self.close_connection()
     """
 
 

@@ -27,7 +27,7 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SourceRecord:
     """A record a source task hands to the runtime.
 
@@ -49,9 +49,12 @@ class SourceRecord:
     value_schema: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SinkRecord:
-    """A record the runtime hands to a sink task, already converted by the key, value and header converters."""
+    """A record the runtime hands to a sink task, already converted by the key, value and header converters.
+
+    Treat it as read-only: with pass-through converters the runtime hands over the transport's own objects.
+    """
 
     topic: str
     partition: int

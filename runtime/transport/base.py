@@ -11,22 +11,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from headwater.sdk.records import TopicPartition
+from headwater.sdk.records import SinkRecord, TopicPartition
 
 RawHeaders = list[tuple[str, bytes | None]]
 
 
-@dataclass(slots=True)
-class Message:
-    """A record as the broker stores it: bytes in, bytes out."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int | None = None
-    headers: RawHeaders | None = None
+Message = SinkRecord
+"""A record as the broker stores it: ``key``, ``value`` and header values are bytes (or ``None``). It is the same
+type as :class:`SinkRecord`, so that with pass-through converters the sink loop hands consumed records to a task
+without copying them."""
 
 
 @dataclass(frozen=True, slots=True)

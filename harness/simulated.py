@@ -1,0 +1,242 @@
+"""A worker simulated in memory: the runtime's own task loops, herder and stores over the in-memory transport and
+a virtual clock, driven step by step so every test is deterministic and never sleeps."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from headwater.harness.recorder import HookRecorder
+from headwater.runtime.clock import VirtualClock
+from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.storage.offsets import MemoryOffsetStore
+from headwater.runtime.tasks.base import State, TaskId, WorkerTask
+from headwater.runtime.tasks.sink import WorkerSinkTask
+from headwater.runtime.tasks.source import WorkerSourceTask
+from headwater.runtime.transport.base import Message
+from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
+from headwater.runtime.worker import Worker
+from headwater.sdk.connector import Connector
+from headwater.sdk.records import SourceOffset, SourcePartition, TopicPartition
+
+SIMULATED_DEFAULTS: dict[str, Any] = {
+    "key.converter": "json",
+    "value.converter": "json",
+    "key.converter.schemas.enable": "false",
+    "value.converter.schemas.enable": "false",
+}
+"""Worker config the simulated worker starts from: schemaless JSON keys and values."""
+
+
+class SimulatedWorker:
+    """One standalone worker in memory. ``tick_ms`` is the virtual time between two passes of the task loops."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        tick_ms: int = 10,
+        partitions: int = 1,
+        plugins: Sequence[object] = (),
+        broker: MemoryBroker | None = None,
+        offset_store: MemoryOffsetStore | None = None,
+        clock: VirtualClock | None = None,
+    ) -> None:
+        if tick_ms <= 0:
+            raise ValueError(f"tick_ms must be positive, got {tick_ms}")
+        self.tick_ms = tick_ms
+        self.clock = clock or VirtualClock()
+        self.broker = broker or MemoryBroker(default_partitions=partitions)
+        self.transport = MemoryTransport(self.broker)
+        self.offset_store = offset_store or MemoryOffsetStore()
+        self.recorder = HookRecorder(self._owner_of)
+        worker_config = {**SIMULATED_DEFAULTS, **(config or {})}
+        self.worker = Worker(
+            worker_config,
+            self.transport,
+            self.offset_store,
+            clock=self.clock,
+            threaded=False,
+            plugins=[self.recorder, *plugins],
+        )
+        self.herder = StandaloneHerder(self.worker)
+        self.closed = False
+
+    # ---- managing connectors ---------------------------------------------------------------------------------
+
+    def add_connector(
+        self, name: str, connector_class: type[Connector] | str, config: Mapping[str, Any] | None = None, **props: Any
+    ) -> None:
+        """Create (or replace) a connector; keyword arguments use ``_`` for ``.`` (``tasks_max=2``)."""
+        cls = (
+            connector_class
+            if isinstance(connector_class, str)
+            else f"{connector_class.__module__}:{connector_class.__qualname__}"
+        )
+        merged = {"connector.class": cls, **(config or {}), **{k.replace("_", "."): v for k, v in props.items()}}
+        self.herder.put_connector_config(name, merged)
+
+    def delete_connector(self, name: str) -> None:
+        self.herder.delete_connector(name)
+
+    def pause(self, name: str) -> None:
+        self.herder.pause_connector(name)
+
+    def resume(self, name: str) -> None:
+        self.herder.resume_connector(name)
+
+    def stop_connector(self, name: str) -> None:
+        self.herder.stop_connector(name)
+
+    def restart_connector(self, name: str) -> None:
+        self.herder.restart_connector(name)
+
+    def restart_task(self, name: str, task: int = 0) -> None:
+        self.herder.restart_task(TaskId(name, task))
+
+    def task(self, name: str, task: int = 0) -> WorkerTask:
+        return self.worker.tasks[TaskId(name, task)]
+
+    def source_task(self, name: str, task: int = 0) -> WorkerSourceTask:
+        found = self.task(name, task)
+        assert isinstance(found, WorkerSourceTask), f"{name}-{task} is not a source task"
+        return found
+
+    def sink_task(self, name: str, task: int = 0) -> WorkerSinkTask:
+        found = self.task(name, task)
+        assert isinstance(found, WorkerSinkTask), f"{name}-{task} is not a sink task"
+        return found
+
+    def task_state(self, name: str, task: int = 0) -> State | None:
+        return self.herder.task_state(TaskId(name, task))
+
+    # ---- driving time ----------------------------------------------------------------------------------------
+
+    def step(self) -> bool:
+        """One pass of every task loop at the current virtual time, then the herder's housekeeping."""
+        progressed = self.worker.step()
+        self.herder.tick()
+        return progressed
+
+    def advance(self, ms: int) -> None:
+        """Move the virtual clock ``ms`` forward: a pass of the task loops after every ``tick_ms`` and at the end."""
+        if ms < 0:
+            raise ValueError(f"cannot advance by {ms} ms")
+        end = self.clock.now_ms() + ms
+        while (now := self.clock.now_ms()) < end:
+            self.clock.advance(min(self.tick_ms, end - now))
+            self.step()
+
+    def run_until(self, condition: Callable[[], bool], timeout_ms: int = 60_000, what: str = "condition") -> None:
+        """Advance tick by tick until ``condition()`` holds; fail with the worker's state after ``timeout_ms``."""
+        end = self.clock.now_ms() + timeout_ms
+        while not condition():
+            if self.clock.now_ms() >= end:
+                raise AssertionError(f"{what} did not hold within {timeout_ms} virtual ms\n{self!r}")
+            self.clock.advance(self.tick_ms)
+            self.step()
+
+    # ---- reading what happened -------------------------------------------------------------------------------
+
+    def produce(
+        self,
+        topic: str,
+        value: Any,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+    ) -> None:
+        """Write one record into the in-memory broker; non-bytes keys and values are written as JSON."""
+        producer = self.transport.producer({})
+        producer.produce(
+            topic, _encode(value), _encode(key), partition, self.clock.now_ms(), list(headers) if headers else None
+        )
+        producer.flush(0)
+
+    def messages(self, topic: str) -> list[Message]:
+        """Every record of ``topic`` (partitions in order); none for a topic that does not exist."""
+        return self.broker.messages(topic) if topic in self.broker.topics() else []
+
+    def values(self, topic: str) -> list[Any]:
+        """The JSON-decoded values of every record in ``topic`` (partitions in order)."""
+        return [None if m.value is None else json.loads(m.value) for m in self.messages(topic)]
+
+    def source_offset(self, connector: str, partition: SourcePartition | None) -> SourceOffset | None:
+        """The committed source offset of one source partition, or ``None``."""
+        return self.offset_store.get(connector, [partition])[0][1]
+
+    def group_offsets(self, connector: str) -> dict[TopicPartition, int]:
+        """The sink connector's committed consumer-group offsets (group ``connect-<connector>``)."""
+        return dict(self.broker.committed(f"connect-{connector}"))
+
+    @property
+    def hook_calls(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every hook call in order: (hook, connector or task id, arguments)."""
+        return self.recorder.calls
+
+    # ---- assertions ------------------------------------------------------------------------------------------
+
+    def assert_source_offset(self, connector: str, partition: SourcePartition | None, expected: Any) -> None:
+        found = self.source_offset(connector, partition)
+        if found != expected:
+            stored = self.offset_store.connector_partitions(connector)
+            raise AssertionError(
+                f"committed offset of {connector} {partition!r} is {found!r}, expected {expected!r}\n"
+                f"stored partitions: {stored!r}\n{self!r}"
+            )
+
+    def assert_group_offset(self, connector: str, partition: TopicPartition, expected: int | None) -> None:
+        found = self.group_offsets(connector).get(partition)
+        if found != expected:
+            raise AssertionError(
+                f"committed offset of {connector} for {partition} is {found}, expected {expected}\n"
+                f"group offsets: {self.group_offsets(connector)}\n{self!r}"
+            )
+
+    def assert_topic_values(self, topic: str, expected: Sequence[Any]) -> None:
+        found = self.values(topic)
+        if found != list(expected):
+            raise AssertionError(f"topic {topic} holds {found!r}\nexpected {list(expected)!r}")
+
+    def assert_hook_order(self, owner: str, expected: Sequence[str]) -> None:
+        """The hooks called for ``owner`` (a connector name or task id like ``c-0``), in order, equal ``expected``."""
+        found = [hook for hook, who, _ in self.hook_calls if who == owner]
+        if found != list(expected):
+            raise AssertionError(f"hooks called for {owner}: {found}, expected {list(expected)}\n{self.hook_calls}")
+
+    # ---- the end ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.herder.stop()
+
+    def __enter__(self) -> SimulatedWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _owner_of(self, instance: object) -> str:
+        for id, task in self.worker.tasks.items():
+            if task.task is instance:
+                return str(id)
+        for name, connector in self.worker.connectors.items():
+            if connector.instance is instance:
+                return name
+        return f"{type(instance).__name__}"
+
+    def __repr__(self) -> str:
+        tasks = ", ".join(repr(t) for t in self.worker.tasks.values()) or "no tasks"
+        topics = {name: len(self.broker.messages(name)) for name in self.broker.topics()}
+        return (
+            f"SimulatedWorker(now_ms={self.clock.now_ms()}, connectors={self.herder.connectors()}, "
+            f"topics={topics}, tasks=[{tasks}])"
+        )
+
+
+def _encode(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return json.dumps(value, separators=(",", ":")).encode()

@@ -1,0 +1,177 @@
+"""Worker and connector configuration keys the runtime itself reads, and how they combine for one task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.sdk.config import ConfigDef, Importance, Type, at_least, non_empty_string, one_of
+from headwater.sdk.errors import ConfigError
+
+WORKER_CONFIG = (
+    ConfigDef()
+    .define(
+        "offset.flush.interval.ms",
+        Type.LONG,
+        60_000,
+        Importance.LOW,
+        "Interval at which to try committing offsets for tasks.",
+        at_least(1),
+    )
+    .define(
+        "offset.flush.timeout.ms",
+        Type.LONG,
+        5_000,
+        Importance.LOW,
+        "How long to wait for records to be acknowledged and offsets to be written before a commit is abandoned "
+        "and retried at the next interval.",
+        at_least(0),
+    )
+    .define(
+        "heartbeat.interval.ms",
+        Type.LONG,
+        0,
+        Importance.LOW,
+        "How often source tasks are asked for heartbeat records; 0 turns heartbeats off. A connector may override it.",
+        at_least(0),
+    )
+    .define(
+        "heartbeat.records.topic",
+        Type.STRING,
+        "connect-heartbeats",
+        Importance.LOW,
+        "Topic heartbeat records go to unless the connector names its own.",
+        non_empty_string,
+    )
+    .define(
+        "key.converter",
+        Type.CLASS,
+        "json",
+        Importance.HIGH,
+        "Converter for record keys: bytes, string, json, a Kafka class name or a Python import path.",
+    )
+    .define("value.converter", Type.CLASS, "json", Importance.HIGH, "Converter for record values.")
+    .define(
+        "header.converter",
+        Type.CLASS,
+        "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+        Importance.LOW,
+        "Converter for record header values.",
+    )
+    .define(
+        "task.shutdown.graceful.timeout.ms",
+        Type.LONG,
+        5_000,
+        Importance.LOW,
+        "How long to wait for a task to stop before it is cancelled.",
+        at_least(0),
+    )
+    .define(
+        "consumer.max.poll.records",
+        Type.INT,
+        500,
+        Importance.LOW,
+        "Most records a sink task receives in one put.",
+        at_least(1),
+    )
+)
+
+CONNECTOR_CONFIG = (
+    ConfigDef()
+    .define(
+        "name",
+        Type.STRING,
+        documentation="Unique name of the connector.",
+        validator=non_empty_string,
+        importance=Importance.HIGH,
+    )
+    .define(
+        "connector.class",
+        Type.CLASS,
+        documentation="Connector class: entry-point name or import path.",
+        importance=Importance.HIGH,
+    )
+    .define("tasks.max", Type.INT, 1, Importance.HIGH, "Most tasks the connector may run.", at_least(1))
+    .define("key.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's key.converter.")
+    .define("value.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's value.converter.")
+    .define("header.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's header.converter.")
+    .define(
+        "errors.tolerance",
+        Type.STRING,
+        "none",
+        Importance.MEDIUM,
+        "none: a conversion or send error fails the task; all: the record is skipped.",
+        one_of("none", "all"),
+    )
+)
+
+SOURCE_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
+    ConfigDef()
+    .define(
+        "heartbeat.interval.ms",
+        Type.LONG,
+        None,
+        Importance.LOW,
+        "Overrides the worker's heartbeat.interval.ms for this connector; 0 turns heartbeats off.",
+        at_least(0),
+    )
+    .define(
+        "heartbeat.records.topic",
+        Type.STRING,
+        None,
+        Importance.LOW,
+        "Overrides the worker's heartbeat.records.topic for this connector.",
+        non_empty_string,
+    )
+)
+
+SINK_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
+    ConfigDef().define("topics", Type.LIST, None, Importance.HIGH, "Topics to consume.")
+)
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """What a task loop reads from the worker and connector configs, resolved once when the task starts."""
+
+    connector: str
+    flush_interval_ms: int
+    flush_timeout_ms: int
+    heartbeat_interval_ms: int
+    heartbeat_topic: str
+    key_converter: str
+    value_converter: str
+    header_converter: str
+    converter_props: Mapping[str, Any]
+    errors_tolerance: str
+    max_poll_records: int
+    shutdown_timeout_ms: int
+    topics: tuple[str, ...] = ()
+
+    @classmethod
+    def resolve(cls, worker: Mapping[str, Any], connector: Mapping[str, Any], sink: bool) -> TaskSettings:
+        """Combine a parsed worker config and a parsed connector config: the connector's value wins when set."""
+
+        def pick(key: str) -> Any:
+            value = connector.get(key)
+            return worker[key] if value is None else value
+
+        topics: tuple[str, ...] = tuple(connector.get("topics") or ())
+        if sink and not topics:
+            raise ConfigError("topics", connector.get("topics"), "A sink connector needs at least one topic")
+        return cls(
+            connector=str(connector["name"]),
+            flush_interval_ms=int(worker["offset.flush.interval.ms"]),
+            flush_timeout_ms=int(worker["offset.flush.timeout.ms"]),
+            heartbeat_interval_ms=0 if sink else int(pick("heartbeat.interval.ms")),
+            heartbeat_topic=str(pick("heartbeat.records.topic")) if not sink else "",
+            key_converter=str(pick("key.converter")),
+            value_converter=str(pick("value.converter")),
+            header_converter=str(pick("header.converter")),
+            converter_props={**worker, **{k: v for k, v in connector.items() if v is not None}},
+            errors_tolerance=str(connector.get("errors.tolerance", "none")),
+            max_poll_records=int(worker["consumer.max.poll.records"]),
+            shutdown_timeout_ms=int(worker["task.shutdown.graceful.timeout.ms"]),
+            topics=topics,
+        )

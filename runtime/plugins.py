@@ -1,0 +1,116 @@
+"""The plugin manager: hookspecs, the built-in defaults, cross-cutting plugins and connector discovery."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+
+from headwater.sdk import CONNECTOR_ENTRY_POINT_GROUP, PLUGIN_ENTRY_POINT_GROUP, hookspecs
+from headwater.sdk.connector import Connector
+from headwater.sdk.errors import ConfigError
+from headwater.sdk.hookspecs import PROJECT, hookimpl
+from headwater.sdk.records import TopicPartition
+from headwater.sdk.task import SinkTask, Task
+
+log = logging.getLogger(__name__)
+
+
+class DefaultHooks:
+    """The built-in implementations, registered first with ``trylast=True`` so any other one wins."""
+
+    @hookimpl(trylast=True)
+    def produce_heartbeat_records(self) -> list[Any]:
+        return []
+
+    @hookimpl(trylast=True)
+    def pre_commit(self, task: SinkTask, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        task.flush(current_offsets)
+        return current_offsets
+
+    @hookimpl(trylast=True)
+    def stop(self, instance: Connector | Task, connector_deleted: bool) -> None:
+        if not implements_hook(instance, "stop"):
+            instance.stop()
+
+
+DEFAULTS = DefaultHooks()
+
+
+def implements_hook(instance: object, name: str) -> bool:
+    """Whether ``instance`` carries its own implementation of hook ``name`` (by method name or ``specname``)."""
+    cls = type(instance)
+    for attr in dir(cls):
+        options = getattr(getattr(cls, attr, None), f"{PROJECT}_impl", None)
+        if isinstance(options, dict) and (options.get("specname") or attr) == name:
+            return True
+    return False
+
+
+@cache
+def installed_plugins() -> tuple[object, ...]:
+    """Cross-cutting plugins registered under the ``headwater.plugins`` entry-point group, loaded once."""
+    found = []
+    for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
+        log.info("loading plugin %s from %s", entry.name, entry.value)
+        found.append(entry.load())
+    return tuple(found)
+
+
+def plugin_manager(instance: Connector | Task, plugins: Sequence[object] | None = None) -> pluggy.PluginManager:
+    """A plugin manager for one connector or task instance: defaults, cross-cutting plugins, the instance.
+
+    Raises :class:`pluggy.PluginValidationError` naming the method when the instance implements an unknown hook or
+    asks for an argument a hook does not have.
+    """
+    manager = pluggy.PluginManager(PROJECT)
+    manager.add_hookspecs(hookspecs)
+    manager.register(DEFAULTS, name="headwater-defaults")
+    for plugin in installed_plugins() if plugins is None else plugins:
+        manager.register(plugin)
+    manager.register(instance, name=f"{type(instance).__qualname__}-{id(instance):x}")
+    manager.check_pending()
+    return manager
+
+
+def installed_connectors() -> dict[str, type[Connector]]:
+    """Connector classes registered under the ``headwater.connectors`` entry-point group, by entry-point name."""
+    found: dict[str, type[Connector]] = {}
+    for entry in entry_points(group=CONNECTOR_ENTRY_POINT_GROUP):
+        loaded = entry.load()
+        if isinstance(loaded, type) and issubclass(loaded, Connector):
+            found[entry.name] = loaded
+        else:
+            log.warning("entry point %s = %s is not a Connector class; ignored", entry.name, entry.value)
+    return found
+
+
+def resolve_connector_class(spec: str | type[Connector], key: str = "connector.class") -> type[Connector]:
+    """Find a connector class by entry-point name, class name of an installed connector, or import path
+    (``package.module:Class`` or ``package.module.Class``)."""
+    if isinstance(spec, type):
+        if issubclass(spec, Connector):
+            return spec
+        raise ConfigError(key, spec, "Class is not a Connector")
+    installed = installed_connectors()
+    if spec in installed:
+        return installed[spec]
+    for cls in installed.values():
+        if spec in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
+            return cls
+    module_name, _, attr = spec.partition(":") if ":" in spec else spec.rpartition(".")
+    if module_name and attr:
+        try:
+            loaded = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as error:
+            raise ConfigError(key, spec, f"Cannot load connector class: {error}") from None
+        if isinstance(loaded, type) and issubclass(loaded, Connector):
+            return loaded
+        raise ConfigError(key, spec, "Class is not a Connector")
+    known = ", ".join(sorted(installed)) or "none installed"
+    raise ConfigError(key, spec, f"Unknown connector; installed connectors: {known}")

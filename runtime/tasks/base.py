@@ -1,0 +1,215 @@
+"""What source and sink task loops share: lifecycle, state, the stop hook, converters and failure handling."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import pluggy
+
+from headwater.runtime.config import TaskSettings
+from headwater.runtime.converters import (
+    Converter,
+    HeaderConverter,
+    converter_config,
+    load_converter,
+    load_header_converter,
+)
+from headwater.runtime.plugins import plugin_manager
+from headwater.sdk.context import Clock
+from headwater.sdk.task import Task
+
+log = logging.getLogger(__name__)
+
+
+class TaskId(NamedTuple):
+    connector: str
+    task: int
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+
+class State(enum.Enum):
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+
+
+StateListener = Callable[[TaskId, State, "str | None"], None]
+"""Told of every state change of a task, with the failure trace when it failed."""
+
+
+class WorkerTask(ABC):
+    """Runs one connector task. The same methods drive a task on its own thread (:meth:`execute`) and step by step
+    in a simulated worker (:meth:`start`, :meth:`step`, :meth:`shutdown`), so the semantics live here only."""
+
+    def __init__(
+        self,
+        id: TaskId,
+        task: Task,
+        config: Mapping[str, str],
+        settings: TaskSettings,
+        clock: Clock,
+        listener: StateListener | None = None,
+        plugins: list[object] | None = None,
+    ) -> None:
+        self.id = id
+        self.task = task
+        self.config = config
+        self.settings = settings
+        self.clock = clock
+        self.state = State.UNASSIGNED
+        self.failure: BaseException | None = None
+        self.connector_deleted = False
+        self.stop_delivered: bool | None = None
+        """``None`` until the stop hook ran; then the ``connector_deleted`` flag it was given."""
+        self._listener = listener
+        self._plugins = plugins
+        self._stopping = False
+        self._cancelled = False
+        self._target_paused = False
+        self._wake = threading.Event()
+        self.hooks: Any = None
+        self.key_converter: Converter
+        self.value_converter: Converter
+        self.header_converter: HeaderConverter
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Load converters, register hooks, initialize and start the connector's task."""
+        try:
+            props = self.settings.converter_props
+            s = self.settings
+            self.key_converter = load_converter(
+                s.key_converter, converter_config(props, "key.converter"), True, "key.converter"
+            )
+            self.value_converter = load_converter(
+                s.value_converter, converter_config(props, "value.converter"), False, "value.converter"
+            )
+            self.header_converter = load_header_converter(
+                s.header_converter, converter_config(props, "header.converter")
+            )
+            manager: pluggy.PluginManager = plugin_manager(self.task, self._plugins)
+            self.hooks = manager.hook
+            self.initialize()
+            self.task.start(self.config)
+            self._set_state(State.PAUSED if self._target_paused else State.RUNNING)
+            self.on_started()
+        except Exception as error:
+            self._fail(error)
+
+    def step(self) -> bool:
+        """One pass of the task loop; return whether records moved. A failure marks the task FAILED and shuts
+        it down."""
+        if self.state is State.FAILED or self._stopping:
+            return False
+        try:
+            return self.iteration()
+        except Exception as error:
+            self._fail(error)
+            return False
+
+    def execute(self, idle_wait_ms: int = 5) -> None:
+        """Run the task on the calling thread until :meth:`stop` is called, then shut it down."""
+        self.start()
+        while not self._stopping and self.state is not State.FAILED:
+            if not self.step():
+                self._wake.wait(idle_wait_ms / 1000)
+                self._wake.clear()
+        self.shutdown()
+
+    def stop(self, connector_deleted: bool = False) -> None:
+        """Ask the task to stop (from any thread). The loop finishes its pass, then :meth:`shutdown` runs."""
+        self.connector_deleted = connector_deleted
+        self._stopping = True
+        self._wake.set()
+
+    def cancel(self) -> None:
+        """The graceful timeout ran out: skip the final offset commit."""
+        self._cancelled = True
+
+    def shutdown(self) -> None:
+        """Final commit, closing, then the ``stop`` hook with ``connector_deleted``; idempotent."""
+        if self.stop_delivered is not None:
+            return
+        if self.hooks is not None:
+            try:
+                self.before_stop()
+            except Exception:
+                log.exception("task %s failed while closing", self.id)
+            try:
+                self.hooks.stop(instance=self.task, connector_deleted=self.connector_deleted)
+            except Exception:
+                log.exception("task %s failed in stop", self.id)
+        self.stop_delivered = self.connector_deleted
+        try:
+            self.close_clients()
+        except Exception:
+            log.exception("task %s failed closing its clients", self.id)
+        if self.state is not State.FAILED:
+            self._set_state(State.STOPPED)
+
+    def pause(self) -> None:
+        """Pause (from any thread); the loop applies it at its next pass."""
+        self._target_paused = True
+        if self.state is State.RUNNING:
+            self._set_state(State.PAUSED)
+        self._wake.set()
+
+    def resume(self) -> None:
+        """Resume (from any thread); the loop applies it at its next pass."""
+        self._target_paused = False
+        if self.state is State.PAUSED:
+            self._set_state(State.RUNNING)
+        self._wake.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._target_paused
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    # ---- for the subclasses ----------------------------------------------------------------------------------
+
+    @abstractmethod
+    def initialize(self) -> None:
+        """Give the task its context."""
+
+    @abstractmethod
+    def iteration(self) -> bool: ...
+
+    def on_started(self) -> None:  # noqa: B027
+        """After the task started; clients subscribe here."""
+
+    @abstractmethod
+    def before_stop(self) -> None:
+        """Final commit (source) or pre_commit -> close -> commit (sink)."""
+
+    def close_clients(self) -> None:  # noqa: B027
+        """Close producer or consumer."""
+
+    def _fail(self, error: BaseException) -> None:
+        """Mark the task FAILED and shut it down at once, like Kafka Connect: final commit, close, ``stop``."""
+        log.error("task %s failed: %s", self.id, error, exc_info=error)
+        self.failure = error
+        self._set_state(State.FAILED, "".join(traceback.format_exception(error)))
+        self.shutdown()
+
+    def _set_state(self, state: State, trace: str | None = None) -> None:
+        self.state = state
+        if self._listener is not None:
+            self._listener(self.id, state, trace)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.id}, state={self.state.value})"

@@ -1,0 +1,398 @@
+"""The sink task loop (Kafka Connect's ``WorkerSinkTask`` with KIP-89's ``pre_commit`` and ``request_commit``).
+
+One pass: apply a pause or resume; commit if requested or ``offset.flush.interval.ms`` has passed; time out a
+commit outstanding longer than ``offset.flush.timeout.ms``; apply ``context.offset`` rewinds; poll (rebalance
+callbacks run inside); convert; ``put``. ``current_offsets`` (next offset to consume) move only after ``put``
+succeeds. Revocation runs pre_commit -> close -> commit; shutdown runs pre_commit -> close(all) -> commit -> stop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from functools import partial
+
+from headwater.runtime.clock import SystemClock
+from headwater.runtime.config import TaskSettings
+from headwater.runtime.converters import ByteArrayConverter
+from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
+from headwater.runtime.transport.base import Consumer, Message
+from headwater.sdk.context import Clock, SinkTaskContext
+from headwater.sdk.errors import ConnectError, IllegalWorkerStateError, RetriableError
+from headwater.sdk.records import SinkRecord, TopicPartition
+from headwater.sdk.task import SinkTask
+
+log = logging.getLogger(__name__)
+
+
+class WorkerSinkTaskContext(SinkTaskContext):
+    def __init__(self, owner: WorkerSinkTask) -> None:
+        self._owner = owner
+        self.config = owner.config
+        self.clock = owner.clock
+        self.commit_requested = False
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.timeout_ms: int | None = None
+        self.paused_partitions: set[TopicPartition] = set()
+
+    def request_commit(self) -> None:
+        self.commit_requested = True
+
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self.rewinds.update(offsets)
+
+    def timeout(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return self._owner.consumer.assignment()
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._check_assigned("pause", partitions)
+        self.paused_partitions.update(partitions)
+        if not self._owner.all_paused:
+            self._owner.consumer.pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._check_assigned("resume", partitions)
+        self.paused_partitions.difference_update(partitions)
+        if not self._owner.all_paused:
+            self._owner.consumer.resume(partitions)
+
+    def paused(self) -> frozenset[TopicPartition]:
+        return frozenset(self.paused_partitions)
+
+    def _check_assigned(self, action: str, partitions: Collection[TopicPartition]) -> None:
+        unassigned = set(partitions) - self.assignment()
+        if unassigned:
+            names = ", ".join(sorted(map(str, unassigned)))
+            raise IllegalWorkerStateError(f"cannot {action} partitions not assigned to this task: {names}")
+
+
+class WorkerSinkTask(WorkerTask):
+    task: SinkTask
+    context: WorkerSinkTaskContext
+
+    def __init__(
+        self,
+        id: TaskId,
+        task: SinkTask,
+        config: Mapping[str, str],
+        settings: TaskSettings,
+        consumer: Consumer,
+        clock: Clock | None = None,
+        listener: StateListener | None = None,
+        plugins: list[object] | None = None,
+    ) -> None:
+        super().__init__(id, task, config, settings, clock or SystemClock(), listener, plugins)
+        self.consumer = consumer
+        self.current_offsets: dict[TopicPartition, int] = {}
+        self.last_committed: dict[TopicPartition, int] = {}
+        self._raw: list[Message] = []
+        self._records: list[SinkRecord] = []
+        self._paused_for_redelivery = False
+        self._paused_for_target = False
+        self._rebalance_error: BaseException | None = None
+        self._closed = False
+        self._committing = False
+        self._commit_started = 0
+        self._commit_seqno = 0
+        self._next_commit = 0
+        self._passthrough = False
+        self.active_topics: set[str] = set()
+        """Topics a record was consumed from (KIP-558's sink rule: when consumed and converted)."""
+        self.records_put = 0
+        self.commits = 0
+        self.commit_failures = 0
+        self.commits_skipped = 0
+
+    @property
+    def all_paused(self) -> bool:
+        """Whether every partition is paused by the runtime (connector paused, or a batch awaiting redelivery)."""
+        return self._paused_for_redelivery or self._paused_for_target
+
+    def initialize(self) -> None:
+        self.context = WorkerSinkTaskContext(self)
+        self.task.initialize(self.context)
+
+    def on_started(self) -> None:
+        self._passthrough = isinstance(self.key_converter, ByteArrayConverter) and isinstance(
+            self.value_converter, ByteArrayConverter
+        )
+        self._next_commit = self.clock.now_ms() + self.settings.flush_interval_ms
+        self.consumer.subscribe(list(self.settings.topics), self)
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+
+    def iteration(self) -> bool:
+        if self._target_paused != self._paused_for_target:
+            self._apply_target_state()
+        now = self.clock.now_ms()
+        context = self.context
+        if not self._committing and (context.commit_requested or now >= self._next_commit):
+            self.commit_offsets(now, closing=False)
+            self._next_commit = now + self.settings.flush_interval_ms
+            context.commit_requested = False
+        if self._committing and now >= self._commit_started + self.settings.flush_timeout_ms:
+            log.error("task %s: offset commit %d timed out; allowing a new one", self.id, self._commit_seqno)
+            self.commit_failures += 1
+            self._committing = False
+        timeout = max(self._next_commit - now, 0)
+        if context.timeout_ms is not None:
+            timeout = min(timeout, context.timeout_ms)
+            context.timeout_ms = None
+        return self._poll(timeout)
+
+    def _apply_target_state(self) -> None:
+        assignment = self.consumer.assignment()
+        if self._target_paused:
+            self._paused_for_target = True
+            self.consumer.pause(assignment)
+            self.context.request_commit()
+        else:
+            self._paused_for_target = False
+            if not self._paused_for_redelivery:
+                self.consumer.resume(assignment - self.context.paused_partitions)
+
+    def _poll(self, timeout_ms: int) -> bool:
+        self._rewind()
+        messages = self.consumer.poll(self.settings.max_poll_records, timeout_ms)
+        if self._rebalance_error is not None:
+            error, self._rebalance_error = self._rebalance_error, None
+            raise error
+        if messages:
+            self._convert(messages)
+        return self._deliver()
+
+    def _convert(self, messages: list[Message]) -> None:
+        self._raw.extend(messages)
+        if self._passthrough and not any(m.headers for m in messages):
+            self._records.extend(messages)
+            return
+        key_converter = self.key_converter.to_connect
+        value_converter = self.value_converter.to_connect
+        records = self._records
+        for message in messages:
+            topic = message.topic
+            try:
+                record = SinkRecord(
+                    topic,
+                    message.partition,
+                    message.offset,
+                    key_converter(topic, message.key),
+                    value_converter(topic, message.value),
+                    message.timestamp,
+                    self._headers(message) if message.headers else (),
+                )
+            except Exception as error:
+                where = f"topic {topic!r} partition {message.partition} offset {message.offset}"
+                if self.settings.errors_tolerance == "all":
+                    log.warning("task %s: skipping the record at %s that failed conversion: %s", self.id, where, error)
+                    continue
+                raise ConnectError(f"task {self.id}: converting the record at {where} failed: {error}") from error
+            records.append(record)
+
+    def _headers(self, message: Message) -> list[tuple[str, object]]:
+        convert = self.header_converter.to_connect
+        return [(key, convert(message.topic, key, value)) for key, value in message.headers or ()]
+
+    def _deliver(self) -> bool:
+        records = self._records
+        try:
+            self.task.put(records)
+        except RetriableError as error:
+            log.warning(
+                "task %s: retriable error from put; the same %d records come again: %s", self.id, len(records), error
+            )
+            if not self._paused_for_redelivery:
+                self._paused_for_redelivery = True
+                self.consumer.pause(self.consumer.assignment())
+            return False
+        raw, self._raw, self._records = self._raw, [], []
+        current = self.current_offsets
+        active = self.active_topics
+        topic: str | None = None
+        partition = -1
+        offset = -1
+        for message in raw:
+            if message.partition != partition or message.topic != topic:
+                if topic is not None:
+                    current[TopicPartition(topic, partition)] = offset + 1
+                topic, partition = message.topic, message.partition
+                if topic not in active:
+                    active.add(topic)
+            offset = message.offset
+        if topic is not None:
+            current[TopicPartition(topic, partition)] = offset + 1
+        self.records_put += len(records)
+        if self._paused_for_redelivery:
+            self._paused_for_redelivery = False
+            if not self._paused_for_target:
+                self.consumer.resume(self.consumer.assignment() - self.context.paused_partitions)
+        return bool(raw)
+
+    def _rewind(self) -> None:
+        rewinds = self.context.rewinds
+        if not rewinds:
+            return
+        assigned = self.consumer.assignment()
+        for tp, offset in rewinds.items():
+            if tp not in assigned:
+                log.warning("task %s: ignoring a rewind of unassigned partition %s", self.id, tp)
+                continue
+            self.consumer.seek(tp, offset)
+            self.last_committed[tp] = offset
+            self.current_offsets[tp] = offset
+        self._drop_buffered(set(rewinds))
+        rewinds.clear()
+
+    def _drop_buffered(self, partitions: Collection[TopicPartition]) -> None:
+        if self._raw:
+            keep = [i for i, m in enumerate(self._raw) if (m.topic, m.partition) not in partitions]
+            if len(keep) != len(self._raw):
+                self._raw = [self._raw[i] for i in keep]
+                self._records = [r for r in self._records if (r.topic, r.partition) not in partitions]
+
+    # ---- commits ---------------------------------------------------------------------------------------------
+
+    def commit_offsets(self, now: int, closing: bool, partitions: Collection[TopicPartition] | None = None) -> None:
+        """Ask ``pre_commit`` what is safe, keep what is valid, and commit it (async, or sync when closing)."""
+        assigned = self.consumer.assignment()
+        wanted = assigned if partitions is None else frozenset(partitions)
+        requested = {tp: off for tp, off in self.current_offsets.items() if tp in wanted}
+        if not requested:
+            return
+        self._committing = True
+        self._commit_seqno += 1
+        self._commit_started = now
+        last = {tp: off for tp, off in self.last_committed.items() if tp in wanted}
+        try:
+            provided = self.hooks.pre_commit(task=self.task, current_offsets=dict(requested))
+        except Exception as error:
+            self.commit_failures += 1
+            self._committing = False
+            if closing:
+                log.warning("task %s: pre_commit failed while closing partitions: %s", self.id, error)
+            else:
+                log.error("task %s: pre_commit failed; rewinding to the last committed offsets: %s", self.id, error)
+                for tp, offset in last.items():
+                    self.consumer.seek(tp, offset)
+                self.current_offsets.update(last)
+                self._drop_buffered(set(last))
+            return
+        finally:
+            if closing:
+                self.task.close(wanted)
+        if not provided:
+            log.debug("task %s: pre_commit returned no offsets; skipping the commit", self.id)
+            self.commits_skipped += 1
+            self._committing = False
+            return
+        committable = dict(last)
+        for tp, offset in provided.items():
+            if tp in requested:
+                if offset <= requested[tp]:
+                    committable[tp] = offset
+                else:
+                    log.warning(
+                        "task %s: ignoring offset %d for %s: only %d was consumed", self.id, offset, tp, requested[tp]
+                    )
+            elif tp in assigned:
+                log.debug("task %s: ignoring offset for %s, which is not being committed", self.id, tp)
+            else:
+                log.warning("task %s: ignoring offset for %s, which is not assigned to it", self.id, tp)
+        if committable == last:
+            log.debug("task %s: nothing new to commit", self.id)
+            self.commits_skipped += 1
+            self._committing = False
+            return
+        seqno = self._commit_seqno
+        if closing:
+            if self._cancelled:
+                log.warning("task %s was cancelled: skipping its final offset commit", self.id)
+                self._committing = False
+                return
+            try:
+                self.consumer.commit(committable, asynchronous=False)
+            except Exception as error:
+                self._commit_completed(seqno, error, committable)
+            else:
+                self._commit_completed(seqno, None, committable)
+        else:
+            self.consumer.commit(committable, asynchronous=True, on_complete=partial(self._commit_completed, seqno))
+
+    def _commit_completed(self, seqno: int, error: Exception | None, offsets: Mapping[TopicPartition, int]) -> None:
+        if seqno != self._commit_seqno:
+            log.debug("task %s: ignoring the completion of stale commit %d", self.id, seqno)
+            self.commits_skipped += 1
+            return
+        self._committing = False
+        if error is not None:
+            log.error("task %s: offset commit %d failed: %s", self.id, seqno, error)
+            self.commit_failures += 1
+            return
+        self.last_committed.update(offsets)
+        self.commits += 1
+        try:
+            self.hooks.offsets_committed(task=self.task, offsets=dict(offsets))
+        except Exception:
+            log.exception("task %s: offsets_committed hook failed", self.id)
+
+    # ---- rebalances ------------------------------------------------------------------------------------------
+
+    def on_partitions_revoked(self, partitions: Collection[TopicPartition]) -> None:
+        if self._closed or not partitions:
+            return
+        try:
+            self.commit_offsets(self.clock.now_ms(), closing=True, partitions=partitions)
+        except Exception as error:
+            self._rebalance_error = error
+        self._forget(partitions)
+
+    def on_partitions_lost(self, partitions: Collection[TopicPartition]) -> None:
+        if self._closed or not partitions:
+            return
+        try:
+            self.task.close(partitions)
+        except Exception as error:
+            self._rebalance_error = error
+        self._forget(partitions)
+
+    def on_partitions_assigned(self, partitions: Collection[TopicPartition]) -> None:
+        if self._closed:
+            return
+        try:
+            for tp in partitions:
+                position = self.consumer.position(tp)
+                self.last_committed[tp] = position
+                self.current_offsets[tp] = position
+            if partitions and self.all_paused:
+                self.consumer.pause(partitions)
+            if partitions:
+                self.task.open(partitions)
+            self._rewind()
+        except Exception as error:
+            self._rebalance_error = error
+
+    def _forget(self, partitions: Collection[TopicPartition]) -> None:
+        for tp in partitions:
+            self.last_committed.pop(tp, None)
+            self.current_offsets.pop(tp, None)
+            self.context.paused_partitions.discard(tp)
+        self._drop_buffered(set(partitions))
+
+    # ---- shutdown --------------------------------------------------------------------------------------------
+
+    def before_stop(self) -> None:
+        self.commit_offsets(self.clock.now_ms(), closing=True, partitions=self.consumer.assignment())
+
+    def close_clients(self) -> None:
+        self._closed = True
+        self.consumer.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkerSinkTask({self.id}, state={self.state.value}, put={self.records_put}, "
+            f"current={ {str(k): v for k, v in self.current_offsets.items()} }, "
+            f"committed={ {str(k): v for k, v in self.last_committed.items()} })"
+        )

@@ -1,0 +1,251 @@
+"""The source task loop (Kafka Connect's ``AbstractWorkerSourceTask`` with seed KIP-910's heartbeats).
+
+One pass: serve delivery callbacks; commit offsets if ``offset.flush.interval.ms`` has passed; if paused,
+stop there; if nothing is waiting to be sent, ask for heartbeat records when ``heartbeat.interval.ms`` has
+passed and send them; then ``poll`` and send. Heartbeat records go through exactly the same submit/send/acknowledge/commit path as data.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from functools import partial
+
+from headwater.runtime.clock import SystemClock
+from headwater.runtime.config import TaskSettings
+from headwater.runtime.storage.offsets import OffsetStore
+from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
+from headwater.runtime.tasks.submitted import PartitionKey, SubmittedRecord, SubmittedRecords
+from headwater.runtime.transport.base import Producer, RecordMetadata
+from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
+from headwater.sdk.errors import ConnectError, RetriableError
+from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord, validate_offset_map
+from headwater.sdk.task import SourceTask
+
+log = logging.getLogger(__name__)
+
+SEND_FAILED_BACKOFF_MS = 100
+"""After a synchronous retriable send failure, wait this long before resending from the failed record."""
+
+
+class StoreOffsetReader(OffsetStorageReader):
+    """Reads one connector's committed offsets from the worker's offset store."""
+
+    def __init__(self, store: OffsetStore, connector: str) -> None:
+        self._store = store
+        self._connector = connector
+
+    def offsets(self, partitions: Sequence[SourcePartition]) -> list[tuple[SourcePartition, SourceOffset | None]]:
+        return [(p, o) for p, o in self._store.get(self._connector, list(partitions)) if p is not None]
+
+
+class WorkerSourceTaskContext(SourceTaskContext):
+    def __init__(self, config: Mapping[str, str], clock: Clock, reader: OffsetStorageReader) -> None:
+        self.config = config
+        self.clock = clock
+        self.offset_storage_reader = reader
+
+
+class WorkerSourceTask(WorkerTask):
+    task: SourceTask
+
+    def __init__(
+        self,
+        id: TaskId,
+        task: SourceTask,
+        config: Mapping[str, str],
+        settings: TaskSettings,
+        producer: Producer,
+        offset_store: OffsetStore,
+        clock: Clock | None = None,
+        listener: StateListener | None = None,
+        plugins: list[object] | None = None,
+    ) -> None:
+        super().__init__(id, task, config, settings, clock or SystemClock(), listener, plugins)
+        self.producer = producer
+        self.offset_store = offset_store
+        self.submitted = SubmittedRecords()
+        self._uncommitted: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
+        self._to_send: Sequence[SourceRecord] | None = None
+        self._next_index = 0
+        self._retry_at = 0
+        self._send_error: BaseException | None = None
+        self._next_commit = 0
+        self._next_heartbeat = 0
+        self.active_topics: set[str] = set()
+        """Topics the broker acknowledged a record of (KIP-558's source rule: after the acknowledgement)."""
+        self.records_sent = 0
+        self.records_acked = 0
+        self.heartbeat_calls = 0
+        self.heartbeat_records = 0
+        self.commits = 0
+        self.commit_failures = 0
+
+    def initialize(self) -> None:
+        reader = StoreOffsetReader(self.offset_store, self.settings.connector)
+        self.task.initialize(WorkerSourceTaskContext(self.config, self.clock, reader))
+
+    def on_started(self) -> None:
+        now = self.clock.now_ms()
+        self._next_commit = now + self.settings.flush_interval_ms
+        self._next_heartbeat = now + self.settings.heartbeat_interval_ms
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+
+    def iteration(self) -> bool:
+        self.producer.poll(0)
+        if self._send_error is not None:
+            raise self._send_error
+        now = self.clock.now_ms()
+        if now >= self._next_commit:
+            self.commit_offsets()
+            self._next_commit = now + self.settings.flush_interval_ms
+        if self._target_paused:
+            return False
+        progressed = False
+        interval = self.settings.heartbeat_interval_ms
+        if self._to_send is None and interval > 0 and now >= self._next_heartbeat:
+            self._next_heartbeat = now + interval
+            heartbeats = self._heartbeat_records()
+            if heartbeats:
+                self._to_send = heartbeats
+                progressed = self._send(now)
+        if self._to_send is None:
+            try:
+                records = self.task.poll()
+            except RetriableError as error:
+                log.warning("task %s: retriable error from poll, polling again: %s", self.id, error)
+                records = None
+            if not records:
+                return progressed
+            self._to_send = records
+        if now < self._retry_at:
+            return progressed
+        return self._send(now) or progressed
+
+    def _heartbeat_records(self) -> list[SourceRecord]:
+        latest = self.submitted.latest
+        offsets = [(self.submitted.partition(key), offset) for key, offset in latest.items()]
+        records = self.hooks.produce_heartbeat_records(
+            task=self.task, topic=self.settings.heartbeat_topic, offsets=offsets
+        )
+        self.heartbeat_calls += 1
+        found = list(records or ())
+        self.heartbeat_records += len(found)
+        return found
+
+    def _send(self, now: int) -> bool:
+        records = self._to_send
+        assert records is not None
+        start = self._next_index
+        produce = self.producer.produce
+        key_converter = self.key_converter.from_connect
+        value_converter = self.value_converter.from_connect
+        submit = self.submitted.submit
+        ack = self._on_delivery
+        for index in range(start, len(records)):
+            record = records[index]
+            topic = record.topic
+            try:
+                key = key_converter(topic, record.key_schema, record.key)
+                value = value_converter(topic, record.value_schema, record.value)
+                headers = self._headers(record) if record.headers else None
+            except Exception as error:
+                if self.settings.errors_tolerance == "all":
+                    log.warning(
+                        "task %s: skipping record %d to %s that failed conversion: %s", self.id, index, topic, error
+                    )
+                    continue
+                raise ConnectError(
+                    f"task {self.id}: converting record {index} of the batch for topic {topic!r} failed: {error}"
+                ) from error
+            submitted = submit(record.source_partition, record.source_offset)
+            try:
+                produce(topic, value, key, record.partition, record.timestamp, headers, partial(ack, submitted))
+            except RetriableError as error:
+                self.submitted.drop(submitted)
+                log.warning(
+                    "task %s: retriable send failure to %s, retrying in %d ms: %s",
+                    self.id,
+                    topic,
+                    SEND_FAILED_BACKOFF_MS,
+                    error,
+                )
+                self._next_index = index
+                self._retry_at = now + SEND_FAILED_BACKOFF_MS
+                self.records_sent += index - start
+                return index > start
+        self.records_sent += len(records) - start
+        self._to_send = None
+        self._next_index = 0
+        return True
+
+    def _headers(self, record: SourceRecord) -> list[tuple[str, bytes | None]]:
+        convert = self.header_converter.from_connect
+        return [(key, convert(record.topic, key, value)) for key, value in record.headers]
+
+    def _on_delivery(
+        self, submitted: SubmittedRecord, error: Exception | None, metadata: RecordMetadata | None
+    ) -> None:
+        if error is None:
+            submitted.acked = True
+            self.records_acked += 1
+            if metadata is not None and metadata.topic not in self.active_topics:
+                self.active_topics.add(metadata.topic)
+        elif self.settings.errors_tolerance == "all":
+            log.warning("task %s: tolerating a failed send: %s", self.id, error)
+            submitted.acked = True
+        elif self._send_error is None:
+            self._send_error = ConnectError(f"task {self.id}: the broker failed to store a record: {error}")
+
+    # ---- offsets ---------------------------------------------------------------------------------------------
+
+    def commit_offsets(self) -> bool:
+        """Write the committable offsets to the offset store. A failure keeps them for the next attempt, where
+        newer offsets of the same partitions replace them."""
+        self._uncommitted.update(self.submitted.committable())
+        offsets = list(self._uncommitted.values())
+        for partition, offset in offsets:
+            try:
+                validate_offset_map("partition", partition)
+                validate_offset_map("offset", offset)
+            except TypeError as error:
+                raise ConnectError(f"task {self.id}: cannot commit offsets: {error}") from None
+        if offsets:
+            try:
+                self.offset_store.set(self.settings.connector, offsets, self.settings.flush_timeout_ms)
+            except Exception as error:
+                self.commit_failures += 1
+                log.error(
+                    "task %s: offset commit failed, keeping %d offsets for the next attempt: %s",
+                    self.id,
+                    len(offsets),
+                    error,
+                )
+                return False
+            self._uncommitted.clear()
+        self.commits += 1
+        try:
+            self.hooks.offsets_committed(task=self.task, offsets=offsets)
+        except Exception:
+            log.exception("task %s: offsets_committed hook failed", self.id)
+        return True
+
+    def before_stop(self) -> None:
+        if self._cancelled:
+            log.warning("task %s was cancelled: skipping the final offset commit", self.id)
+            return
+        remaining = self.producer.flush(self.settings.flush_timeout_ms)
+        if remaining:
+            log.warning("task %s: %d records still unacknowledged at the final commit", self.id, remaining)
+        self.commit_offsets()
+
+    def close_clients(self) -> None:
+        self.producer.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkerSourceTask({self.id}, state={self.state.value}, sent={self.records_sent}, "
+            f"acked={self.records_acked}, heartbeats={self.heartbeat_records}, commits={self.commits}, "
+            f"{self.submitted!r})"
+        )

@@ -1,0 +1,263 @@
+"""The Worker: instantiates connectors and tasks and runs them, on threads or stepped by a simulated worker.
+
+It knows nothing of where configs come from; a herder tells it what to start and stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from headwater.runtime.clock import SystemClock
+from headwater.runtime.config import (
+    SINK_CONNECTOR_CONFIG,
+    SOURCE_CONNECTOR_CONFIG,
+    WORKER_CONFIG,
+    TaskSettings,
+)
+from headwater.runtime.plugins import plugin_manager, resolve_connector_class
+from headwater.runtime.storage.offsets import OffsetStore
+from headwater.runtime.tasks.base import State, TaskId, WorkerTask
+from headwater.runtime.tasks.sink import WorkerSinkTask
+from headwater.runtime.tasks.source import StoreOffsetReader, WorkerSourceTask
+from headwater.runtime.transport.base import Transport
+from headwater.sdk.config import ConfigDef
+from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
+from headwater.sdk.context import Clock, ConnectorContext
+from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.task import SinkTask, SourceTask
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[str, "int | None", State, "str | None"], None]
+"""Told of every connector (task ``None``) and task state change: connector, task, state, failure trace."""
+
+
+def connector_config_def(connector: Connector) -> ConfigDef:
+    """The runtime's common keys for the connector's kind plus the connector's own."""
+    common = SINK_CONNECTOR_CONFIG if isinstance(connector, SinkConnector) else SOURCE_CONNECTOR_CONFIG
+    return common.merge(connector.config_def())
+
+
+class WorkerConnectorContext(ConnectorContext):
+    def __init__(self, owner: WorkerConnector, clock: Clock, store: OffsetStore) -> None:
+        self._owner = owner
+        self.clock = clock
+        self.offset_storage_reader = StoreOffsetReader(store, owner.name)
+
+    def request_task_reconfiguration(self) -> None:
+        self._owner.reconfiguration_requested.set()
+
+    def raise_error(self, error: Exception) -> None:
+        self._owner.fail(error)
+
+
+@dataclass
+class WorkerConnector:
+    """A running connector instance and its hooks."""
+
+    name: str
+    instance: Connector
+    config: dict[str, Any]
+    hooks: Any = None
+    state: State = State.UNASSIGNED
+    trace: str | None = None
+    listener: Listener | None = None
+    reconfiguration_requested: threading.Event = field(default_factory=threading.Event)
+    stop_delivered: bool | None = None
+
+    @property
+    def kind(self) -> str:
+        return "sink" if isinstance(self.instance, SinkConnector) else "source"
+
+    def set_state(self, state: State, trace: str | None = None) -> None:
+        self.state, self.trace = state, trace
+        if self.listener is not None:
+            self.listener(self.name, None, state, trace)
+
+    def fail(self, error: BaseException) -> None:
+        log.error("connector %s failed: %s", self.name, error, exc_info=error)
+        self.set_state(State.FAILED, "".join(traceback.format_exception(error)))
+
+
+class Worker:
+    """Runs connectors and tasks over one transport, offset store and clock.
+
+    ``threaded=True`` runs every task on a thread of its own; ``threaded=False`` leaves them to :meth:`step`, which
+    a simulated worker calls as its virtual clock moves.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        transport: Transport,
+        offset_store: OffsetStore,
+        clock: Clock | None = None,
+        threaded: bool = True,
+        plugins: list[object] | None = None,
+        listener: Listener | None = None,
+        worker_id: str = "headwater",
+    ) -> None:
+        self.config = WORKER_CONFIG.parse(config)
+        self.transport = transport
+        self.offset_store = offset_store
+        self.clock: Clock = clock or SystemClock()
+        self.threaded = threaded
+        self.plugins = plugins
+        self.listener = listener
+        self.worker_id = worker_id
+        self.connectors: dict[str, WorkerConnector] = {}
+        self.tasks: dict[TaskId, WorkerTask] = {}
+        self._threads: dict[TaskId, threading.Thread] = {}
+        self.cancelled: list[TaskId] = []
+        """Tasks that outlived the graceful timeout: no final commit, and their stop hook may never run."""
+
+    # ---- connectors ------------------------------------------------------------------------------------------
+
+    def validate(self, props: Mapping[str, Any]) -> tuple[type[Connector], dict[str, Any]]:
+        """Resolve the connector class and parse ``props`` against its full config definition."""
+        if "connector.class" not in props:
+            raise ConfigError("connector.class", None, "Missing required configuration with no default value")
+        cls = resolve_connector_class(props["connector.class"])
+        probe = cls()
+        parsed = connector_config_def(probe).parse(props)
+        if type(probe).validate is not Connector.validate:
+            parsed.update(probe.validate(props))
+        return cls, parsed
+
+    def start_connector(self, name: str, props: Mapping[str, Any], paused: bool = False) -> WorkerConnector:
+        cls, parsed = self.validate({**props, "name": name})
+        instance = cls()
+        connector = WorkerConnector(name, instance, parsed, listener=self.listener)
+        self.connectors[name] = connector
+        try:
+            connector.hooks = plugin_manager(instance, self.plugins).hook
+            instance.initialize(WorkerConnectorContext(connector, self.clock, self.offset_store))
+            instance.start({k: str(v) for k, v in props.items()} | {"name": name})
+            connector.set_state(State.PAUSED if paused else State.RUNNING)
+        except Exception as error:
+            connector.fail(error)
+        return connector
+
+    def connector_task_configs(self, name: str) -> list[dict[str, str]]:
+        connector = self.connectors[name]
+        max_tasks = int(connector.config["tasks.max"])
+        configs = connector.instance.task_configs(max_tasks)
+        if len(configs) > max_tasks:
+            raise ConnectError(f"connector {name} returned {len(configs)} task configs for tasks.max={max_tasks}")
+        return [{str(k): str(v) for k, v in c.items()} for c in configs]
+
+    def stop_connector(self, name: str, connector_deleted: bool = False) -> None:
+        connector = self.connectors.get(name)
+        if connector is None or connector.stop_delivered is not None:
+            self.connectors.pop(name, None)
+            return
+        try:
+            if connector.hooks is not None:
+                connector.hooks.stop(instance=connector.instance, connector_deleted=connector_deleted)
+        except Exception:
+            log.exception("connector %s failed in stop", name)
+        connector.stop_delivered = connector_deleted
+        del self.connectors[name]
+        if connector.state is not State.FAILED:
+            connector.set_state(State.STOPPED)
+
+    # ---- tasks -----------------------------------------------------------------------------------------------
+
+    def start_task(self, id: TaskId, task_config: Mapping[str, str], paused: bool = False) -> WorkerTask:
+        connector = self.connectors[id.connector]
+        task_class = connector.instance.task_class()
+        task = task_class()
+        sink = isinstance(connector.instance, SinkConnector)
+        settings = TaskSettings.resolve(self.config, connector.config, sink=sink)
+        listener = self._task_listener
+        worker_task: WorkerTask
+        if sink:
+            assert isinstance(task, SinkTask), f"{task_class} is not a SinkTask"
+            consumer = self.transport.consumer(f"connect-{id.connector}", self._client_config(connector, "consumer"))
+            worker_task = WorkerSinkTask(id, task, task_config, settings, consumer, self.clock, listener, self.plugins)
+        else:
+            assert isinstance(connector.instance, SourceConnector)
+            assert isinstance(task, SourceTask), f"{task_class} is not a SourceTask"
+            producer = self.transport.producer(self._client_config(connector, "producer"))
+            worker_task = WorkerSourceTask(
+                id, task, task_config, settings, producer, self.offset_store, self.clock, listener, self.plugins
+            )
+        if paused:
+            worker_task.pause()
+        self.tasks[id] = worker_task
+        if self.threaded:
+            thread = threading.Thread(target=worker_task.execute, name=f"task-{id}", daemon=True)
+            self._threads[id] = thread
+            thread.start()
+        else:
+            worker_task.start()
+        return worker_task
+
+    def stop_tasks(self, ids: list[TaskId], connector_deleted: bool = False) -> None:
+        """Stop tasks and wait for them: each finishes its pass, commits, closes and gets the ``stop`` hook."""
+        stopping = [self.tasks[i] for i in ids if i in self.tasks]
+        for task in stopping:
+            task.stop(connector_deleted)
+        timeout_s = int(self.config["task.shutdown.graceful.timeout.ms"]) / 1000
+        for task in stopping:
+            thread = self._threads.pop(task.id, None)
+            if thread is None:
+                task.shutdown()
+            else:
+                thread.join(timeout_s)
+                if thread.is_alive():
+                    log.error(
+                        "task %s did not stop within %.1f s; cancelling it; stop(connector_deleted=%s) "
+                        "has not been delivered",
+                        task.id,
+                        timeout_s,
+                        connector_deleted,
+                    )
+                    task.cancel()
+                    self.cancelled.append(task.id)
+            del self.tasks[task.id]
+
+    def task_ids(self, connector: str) -> list[TaskId]:
+        return sorted(i for i in self.tasks if i.connector == connector)
+
+    def pause(self, connector: str) -> None:
+        if connector in self.connectors:
+            self.connectors[connector].set_state(State.PAUSED)
+        for id in self.task_ids(connector):
+            self.tasks[id].pause()
+
+    def resume(self, connector: str) -> None:
+        if connector in self.connectors:
+            self.connectors[connector].set_state(State.RUNNING)
+        for id in self.task_ids(connector):
+            self.tasks[id].resume()
+
+    def step(self) -> bool:
+        """One pass of every task (stepped mode); return whether any moved records."""
+        progressed = False
+        for task in list(self.tasks.values()):
+            progressed |= task.step()
+        return progressed
+
+    def stop(self) -> None:
+        """Stop every task, then every connector (not deleted)."""
+        self.stop_tasks(list(self.tasks))
+        for name in list(self.connectors):
+            self.stop_connector(name)
+
+    def _client_config(self, connector: WorkerConnector, client: str) -> dict[str, Any]:
+        prefix = f"{client}."
+        override = f"{client}.override."
+        found = {k[len(prefix) :]: v for k, v in self.config.items() if k.startswith(prefix)}
+        found.update({k[len(override) :]: v for k, v in connector.config.items() if k.startswith(override)})
+        found["clock"] = self.clock
+        return found
+
+    def _task_listener(self, id: TaskId, state: State, trace: str | None) -> None:
+        if self.listener is not None:
+            self.listener(id.connector, id.task, state, trace)

@@ -1,0 +1,346 @@
+"""The OffsetStore contract, run against every implementation, plus each implementation's own behaviour."""
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+
+import headwater.runtime.storage as storage
+from headwater.runtime.storage import (
+    FileOffsetStore,
+    MemoryOffsetStore,
+    OffsetStore,
+    offset_key,
+    offset_value,
+    parse_offset_key,
+)
+from headwater.sdk.errors import ConnectError
+
+A = {"filename": "a.txt"}
+B = {"filename": "b.txt"}
+TIMEOUT_MS = 5_000
+
+
+def make_store(kind: str, tmp_path: Path) -> OffsetStore:
+    if kind == "memory":
+        return MemoryOffsetStore()
+    return FileOffsetStore(tmp_path / "offsets.json")
+
+
+@pytest.fixture(params=["memory", "file"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OffsetStore]:
+    offset_store = make_store(request.param, tmp_path)
+    offset_store.start()
+    yield offset_store
+    offset_store.stop()
+
+
+# ---- the contract ----------------------------------------------------------------------------------------------
+
+
+def test_unknown_partition_has_no_offset(store: OffsetStore) -> None:
+    assert store.get("conn", [A, None]) == [(A, None), (None, None)]
+    assert store.connector_partitions("conn") == []
+
+
+def test_set_then_get_in_the_order_asked(store: OffsetStore) -> None:
+    store.set("conn", [(A, {"position": 1}), (B, {"position": 2})], TIMEOUT_MS)
+    assert store.get("conn", [B, {"filename": "c.txt"}, A]) == [
+        (B, {"position": 2}),
+        ({"filename": "c.txt"}, None),
+        (A, {"position": 1}),
+    ]
+
+
+def test_later_set_replaces_the_offset(store: OffsetStore) -> None:
+    store.set("conn", [(A, {"position": 1})], TIMEOUT_MS)
+    store.set("conn", [(A, {"position": 5})], TIMEOUT_MS)
+    assert store.get("conn", [A]) == [(A, {"position": 5})]
+
+
+def test_none_offset_is_a_tombstone(store: OffsetStore) -> None:
+    store.set("conn", [(A, {"position": 1}), (B, {"position": 2})], TIMEOUT_MS)
+    store.set("conn", [(A, None)], TIMEOUT_MS)
+    assert store.get("conn", [A, B]) == [(A, None), (B, {"position": 2})]
+    assert store.connector_partitions("conn") == [B]
+
+
+def test_tombstone_of_an_unknown_partition_is_harmless(store: OffsetStore) -> None:
+    store.set("conn", [(A, None)], TIMEOUT_MS)
+    assert store.get("conn", [A]) == [(A, None)]
+
+
+def test_lookup_ignores_partition_key_order(store: OffsetStore) -> None:
+    store.set("conn", [({"topic": "t", "partition": 0}, {"offset": 42})], TIMEOUT_MS)
+    assert store.get("conn", [{"partition": 0, "topic": "t"}])[0][1] == {"offset": 42}
+    store.set("conn", [({"partition": 0, "topic": "t"}, {"offset": 43})], TIMEOUT_MS)
+    assert store.get("conn", [{"topic": "t", "partition": 0}])[0][1] == {"offset": 43}
+    assert len(store.connector_partitions("conn")) == 1
+
+
+def test_lookup_tells_ints_from_floats_and_bools(store: OffsetStore) -> None:
+    store.set("conn", [({"p": 1}, {"offset": "int"})], TIMEOUT_MS)
+    assert store.get("conn", [{"p": 1.0}, {"p": True}, {"p": "1"}]) == [
+        ({"p": 1.0}, None),
+        ({"p": True}, None),
+        ({"p": "1"}, None),
+    ]
+
+
+def test_none_partition_is_a_partition(store: OffsetStore) -> None:
+    store.set("conn", [(None, {"position": 3})], TIMEOUT_MS)
+    assert store.get("conn", [None, A]) == [(None, {"position": 3}), (A, None)]
+    assert store.connector_partitions("conn") == [None]
+
+
+def test_any_mapping_is_accepted(store: OffsetStore) -> None:
+    store.set("conn", [(MappingProxyType(A), MappingProxyType({"position": 1}))], TIMEOUT_MS)
+    assert store.get("conn", [MappingProxyType(A)])[0][1] == {"position": 1}
+
+
+def test_connectors_are_isolated(store: OffsetStore) -> None:
+    store.set("one", [(A, {"position": 1})], TIMEOUT_MS)
+    store.set("two", [(A, {"position": 2})], TIMEOUT_MS)
+    store.set("two", [(A, None)], TIMEOUT_MS)
+    assert store.get("one", [A]) == [(A, {"position": 1})]
+    assert store.get("two", [A]) == [(A, None)]
+    assert store.connector_partitions("one") == [A]
+    assert store.connector_partitions("two") == []
+
+
+def test_connector_partitions_lists_stored_partitions(store: OffsetStore) -> None:
+    store.set("conn", [(A, {"position": 1}), (None, {"position": 0}), (B, {"position": 2})], TIMEOUT_MS)
+    partitions = store.connector_partitions("conn")
+    assert sorted(partitions, key=json.dumps) == sorted([A, None, B], key=json.dumps)
+    assert store.connector_partitions("other") == []
+
+
+def test_delete_connector_removes_only_its_offsets(store: OffsetStore) -> None:
+    store.set("conn", [(A, {"position": 1}), (B, {"position": 2})], TIMEOUT_MS)
+    store.set("other", [(A, {"position": 9})], TIMEOUT_MS)
+    store.delete_connector("conn")
+    store.delete_connector("never-stored")
+    assert store.get("conn", [A, B]) == [(A, None), (B, None)]
+    assert store.connector_partitions("conn") == []
+    assert store.get("other", [A]) == [(A, {"position": 9})]
+
+
+def test_values_round_trip_through_json(store: OffsetStore) -> None:
+    offset = {"int": 2**53 + 1, "negative": -7, "float": 0.1, "string": "päth/ü", "true": True, "false": False}
+    offset["none"] = None  # type: ignore[assignment]
+    store.set("conn", [({"name": "ü", "n": 1}, offset)], TIMEOUT_MS)
+    found = store.get("conn", [{"n": 1, "name": "ü"}])[0][1]
+    assert found == offset
+    assert found is not None
+    assert [type(found[k]) for k in offset] == [int, int, float, str, bool, bool, type(None)]
+
+
+def test_offsets_read_back_are_copies(store: OffsetStore) -> None:
+    offset = {"position": 1}
+    store.set("conn", [(A, offset)], TIMEOUT_MS)
+    offset["position"] = 99
+    found = store.get("conn", [A])[0][1]
+    assert found == {"position": 1}
+    found["position"] = 100  # type: ignore[index]
+    assert store.get("conn", [A])[0][1] == {"position": 1}
+    stored_partition = store.connector_partitions("conn")[0]
+    stored_partition["filename"] = "changed"  # type: ignore[index]
+    assert store.connector_partitions("conn") == [A]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ({"filename": object()}, {"position": 1}),
+        (A, {"position": [1, 2]}),
+        (A, {1: "non-string key"}),
+        (A, {"position": float("nan")}),
+        (A, "not a mapping"),
+    ],
+)
+def test_bad_offsets_raise_and_store_nothing_of_the_call(store: OffsetStore, bad: tuple[object, object]) -> None:
+    with pytest.raises(ConnectError, match="conn"):
+        store.set("conn", [(B, {"position": 1}), bad], TIMEOUT_MS)  # type: ignore[list-item]
+    assert store.get("conn", [B]) == [(B, None)]
+    assert store.connector_partitions("conn") == []
+
+
+# ---- implementation-specific -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_set_times_out_while_another_writer_holds_the_store(kind: str, tmp_path: Path) -> None:
+    local = make_store(kind, tmp_path)
+    assert isinstance(local, (MemoryOffsetStore, FileOffsetStore))
+    local.start()
+    with local._lock, pytest.raises(ConnectError, match="timed out after 0 ms"):
+        local.set("conn", [(A, {"position": 1})], 0)
+    assert local.get("conn", [A]) == [(A, None)]
+
+
+def test_memory_fail_next_sets_raises_and_stores_nothing() -> None:
+    memory = MemoryOffsetStore()
+    memory.fail_next_sets(2)
+    for _ in range(2):
+        with pytest.raises(ConnectError, match="injected offset store failure"):
+            memory.set("conn", [(A, {"position": 1})], TIMEOUT_MS)
+        assert memory.get("conn", [A]) == [(A, None)]
+    memory.set("conn", [(A, {"position": 2})], TIMEOUT_MS)
+    assert memory.get("conn", [A]) == [(A, {"position": 2})]
+    assert memory.set_calls == 3
+
+
+def test_memory_fail_next_sets_with_a_given_error() -> None:
+    memory = MemoryOffsetStore()
+    memory.fail_next_sets(1, TimeoutError("broker gone"))
+    with pytest.raises(TimeoutError, match="broker gone"):
+        memory.set("conn", [(A, {"position": 1})], TIMEOUT_MS)
+    assert memory.connector_partitions("conn") == []
+    with pytest.raises(ValueError, match="n >= 0"):
+        memory.fail_next_sets(-1)
+
+
+def test_memory_repr_shows_content_and_pending_failures() -> None:
+    memory = MemoryOffsetStore()
+    memory.set("conn", [(A, {"position": 3})], TIMEOUT_MS)
+    memory.fail_next_sets(1)
+    assert repr(memory) == (
+        'MemoryOffsetStore({["conn",{"filename":"a.txt"}]={"position":3}}, set_calls=1, failing next 1 sets)'
+    )
+
+
+def test_file_survives_a_restart_and_keeps_key_order(tmp_path: Path) -> None:
+    path = tmp_path / "offsets.json"
+    first = FileOffsetStore(path)
+    first.start()
+    first.set("conn", [({"topic": "t", "partition": 0}, {"offset": 42}), (None, {"offset": 1})], TIMEOUT_MS)
+    first.set("conn", [(None, None)], TIMEOUT_MS)
+    first.set("ü", [(A, {"position": 0.5})], TIMEOUT_MS)
+    first.stop()
+    assert list(json.loads(path.read_text(encoding="utf-8"))) == [
+        '["conn",{"topic":"t","partition":0}]',
+        '["ü",{"filename":"a.txt"}]',
+    ]
+    second = FileOffsetStore(path)
+    second.start()
+    assert second.get("conn", [{"partition": 0, "topic": "t"}, None]) == [
+        ({"partition": 0, "topic": "t"}, {"offset": 42}),
+        (None, None),
+    ]
+    assert second.get("ü", [A]) == [(A, {"position": 0.5})]
+    assert second.connector_partitions("conn") == [{"topic": "t", "partition": 0}]
+
+
+def test_file_delete_connector_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "offsets.json"
+    first = FileOffsetStore(path)
+    first.start()
+    first.set("conn", [(A, {"position": 1})], TIMEOUT_MS)
+    first.delete_connector("conn")
+    second = FileOffsetStore(path)
+    second.start()
+    assert second.connector_partitions("conn") == []
+
+
+def test_file_rewrite_leaves_no_temp_files(tmp_path: Path) -> None:
+    local = FileOffsetStore(tmp_path / "offsets.json")
+    local.start()
+    for position in range(5):
+        local.set("conn", [(A, {"position": position})], TIMEOUT_MS)
+    local.delete_connector("conn")
+    assert os.listdir(tmp_path) == ["offsets.json"]
+    assert json.loads((tmp_path / "offsets.json").read_text(encoding="utf-8")) == {}
+
+
+def test_file_write_failure_raises_naming_the_path_and_stores_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "missing-dir" / "offsets.json"
+    local = FileOffsetStore(path)
+    local.start()
+    with pytest.raises(ConnectError, match="missing-dir"):
+        local.set("conn", [(A, {"position": 1})], TIMEOUT_MS)
+    assert local.get("conn", [A]) == [(A, None)]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{not json",
+        b"",
+        b"\xff\xfe\x00",
+        b"[]",
+        b'{"not a key": {"position": 1}}',
+        b'{"[\\"conn\\",{\\"f\\":\\"a\\"}]": 5}',
+        b'{"[\\"conn\\",{\\"f\\":\\"a\\"}]": {"position": [1]}}',
+    ],
+)
+def test_file_corrupt_file_raises_naming_the_path(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "offsets.json"
+    path.write_bytes(content)
+    local = FileOffsetStore(path)
+    with pytest.raises(ConnectError, match="offsets file .*offsets.json") as raised:
+        local.start()
+    assert str(path) in str(raised.value)
+
+
+def test_file_store_must_be_started(tmp_path: Path) -> None:
+    path = tmp_path / "offsets.json"
+    path.write_text('{"[\\"conn\\",null]": {"position": 1}}', encoding="utf-8")
+    local = FileOffsetStore(path)
+    with pytest.raises(ConnectError, match="not started"):
+        local.set("conn", [(A, {"position": 1})], TIMEOUT_MS)
+    assert json.loads(path.read_text(encoding="utf-8")) == {'["conn",null]': {"position": 1}}, "file untouched"
+    local.start()
+    assert local.get("conn", [None]) == [(None, {"position": 1})]
+    assert repr(local) == f'FileOffsetStore({str(path)!r}, {{["conn",null]={{"position":1}}}})'
+
+
+# ---- wire format -----------------------------------------------------------------------------------------------
+
+
+def test_offset_key_matches_kafka_connect_bytes() -> None:
+    assert offset_key("conn", {"filename": "test.txt"}) == b'["conn",{"filename":"test.txt"}]'
+    assert offset_key("conn", None) == b'["conn",null]'
+    assert offset_key("c", {"b": 1, "a": "é"}) == '["c",{"b":1,"a":"é"}]'.encode()
+
+
+def test_offset_value_is_compact_json_or_tombstone() -> None:
+    assert offset_value({"position": 30, "done": False}) == b'{"position":30,"done":false}'
+    assert offset_value(None) is None
+
+
+def test_parse_offset_key_reads_connect_keys() -> None:
+    assert parse_offset_key(b'["local-file-source",{"filename":"test.txt"}]') == (
+        "local-file-source",
+        {"filename": "test.txt"},
+    )
+    assert parse_offset_key(b'["conn",null]') == ("conn", None)
+    assert parse_offset_key(offset_key("ü", {"b": 1, "a": 2})) == ("ü", {"b": 1, "a": 2})
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        b"not json",
+        b"\xff\xfe",
+        b'{"conn": {}}',
+        b'"conn"',
+        b'["conn"]',
+        b'["conn",{},1]',
+        b"[1,{}]",
+        b"[null,{}]",
+        b'["conn",[1]]',
+        b'["conn","partition"]',
+    ],
+)
+def test_parse_offset_key_rejects_malformed_keys(key: bytes) -> None:
+    assert parse_offset_key(key) is None
+
+
+def test_package_exports() -> None:
+    names = {"FileOffsetStore", "MemoryOffsetStore", "OffsetStore", "PartitionOffset"}
+    names |= {"offset_key", "offset_value", "parse_offset_key"}
+    assert names <= set(storage.__all__)
+    assert all(hasattr(storage, name) for name in storage.__all__)

@@ -1,0 +1,268 @@
+"""The source task loop on the simulated worker: offsets, commits, send failures, pause, converters.
+
+Kafka Connect's WorkerSourceTaskTest checks (kafka-connect-runtime.md §1c), on the virtual clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from headwater.harness import MonitorableSourceConnector, RuntimeHandles, SimulatedWorker
+from headwater.runtime.tasks.base import State
+from headwater.sdk import SourceRecord, SourceTask
+from headwater.sdk.errors import RetriableError
+
+Make = Callable[..., SimulatedWorker]
+P0 = {"task.id": "src-0"}
+FAST = {"offset.flush.interval.ms": 1000}
+
+
+def start_source(worker: SimulatedWorker, **props: Any) -> None:
+    worker.add_connector("src", MonitorableSourceConnector, {"topic": "data", **props})
+
+
+def test_periodic_commit_writes_acked_offsets_then_tells_the_task(
+    make_simulated_worker: Make, runtime_handles: RuntimeHandles
+) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 5})
+    worker.advance(990)
+    assert worker.source_offset("src", P0) is None, "nothing is committed before the first interval"
+    assert len(worker.messages("data")) == 5
+    worker.advance(10)
+    worker.assert_source_offset("src", P0, {"saved": 4})
+    assert runtime_handles.task("src").committed[-1] == [(P0, {"saved": 4})]
+    assert [h for h, who, _ in worker.hook_calls if who == "src-0"].count("offsets_committed") == 1
+
+
+def test_failed_offset_flush_keeps_offsets_for_the_next_attempt(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 3})
+    worker.offset_store.fail_next_sets(1)
+    worker.advance(1000)
+    assert worker.source_offset("src", P0) is None
+    assert worker.source_task("src").commit_failures == 1
+    worker.advance(1000)
+    worker.assert_source_offset("src", P0, {"saved": 2})
+
+
+def test_failed_flush_merges_with_newer_offsets(make_simulated_worker: Make, runtime_handles: RuntimeHandles) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"messages.per.poll": 0})
+    runtime_handles.task("src").pending.extend(["a", "b"])
+    worker.offset_store.fail_next_sets(1)
+    worker.advance(1000)
+    runtime_handles.task("src").pending.append("c")
+    worker.advance(1000)
+    worker.assert_source_offset("src", P0, {"saved": 2})
+
+
+def test_retriable_send_error_resends_from_the_failed_record(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"messages.per.poll": 3, "max.messages": 3})
+    worker.broker.fail_next_sends(1, retriable=True)
+    worker.step()
+    assert worker.messages("data") == [] or len(worker.messages("data")) == 0
+    worker.advance(50)
+    assert len(worker.messages("data")) == 0, "the resend waits out the 100 ms back-off"
+    worker.advance(60)
+    assert [v["seq"] for v in worker.values("data")] == [0, 1, 2]
+    worker.advance(1000)
+    worker.assert_source_offset("src", P0, {"saved": 2})
+    assert worker.task_state("src") is State.RUNNING
+
+
+def test_asynchronous_send_failure_fails_the_task(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 3})
+    worker.broker.fail_next_deliveries(1)
+    worker.advance(100)
+    assert worker.task_state("src") is State.FAILED
+    assert "failed to store a record" in str(worker.source_task("src").failure)
+
+
+def test_non_retriable_synchronous_send_error_fails_the_task(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker)
+    worker.broker.fail_next_sends(1, retriable=False)
+    worker.step()
+    assert worker.task_state("src") is State.FAILED
+
+
+def test_tolerated_send_failure_is_acknowledged_and_its_offset_moves(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 2, "errors.tolerance": "all"})
+    worker.broker.fail_next_deliveries(1)
+    worker.advance(1000)
+    assert worker.task_state("src") is State.RUNNING
+    assert [v["seq"] for v in worker.values("data")] == [1]
+    worker.assert_source_offset("src", P0, {"saved": 1})
+
+
+def test_poll_without_records_commits_nothing(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"messages.per.poll": 0})
+    worker.advance(3000)
+    assert worker.messages("data") == []
+    assert worker.source_offset("src", P0) is None
+    assert worker.source_task("src").commits == 3, "commit() is still reported when there was nothing to flush"
+
+
+class FlakyPollTask(SourceTask):
+    polls = 0
+
+    def start(self, config: Any) -> None:
+        pass
+
+    def poll(self) -> list[SourceRecord]:
+        FlakyPollTask.polls += 1
+        if FlakyPollTask.polls == 1:
+            raise RetriableError("source busy")
+        return [SourceRecord({"p": 1}, {"n": FlakyPollTask.polls}, "flaky", "v")] if FlakyPollTask.polls < 4 else []
+
+
+class FlakyPollConnector(MonitorableSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return FlakyPollTask
+
+    def config_def(self) -> Any:
+        return super().config_def().merge(type(super().config_def())())
+
+
+def test_retriable_error_from_poll_is_treated_as_no_records(make_simulated_worker: Make) -> None:
+    FlakyPollTask.polls = 0
+    worker = make_simulated_worker(FAST)
+    worker.add_connector("flaky", FlakyPollConnector, {"topic": "unused"})
+    worker.advance(1000)
+    assert worker.task_state("flaky") is State.RUNNING
+    assert worker.values("flaky") == ["v", "v"]
+    worker.assert_source_offset("flaky", {"p": 1}, {"n": 3})
+
+
+def test_paused_task_is_not_polled_and_resumes(make_simulated_worker: Make, runtime_handles: RuntimeHandles) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker)
+    worker.advance(100)
+    sent = len(worker.messages("data"))
+    worker.pause("src")
+    polls = runtime_handles.task("src").names().count("poll")
+    worker.advance(1000)
+    assert runtime_handles.task("src").names().count("poll") == polls
+    assert len(worker.messages("data")) == sent
+    worker.resume("src")
+    worker.advance(100)
+    assert len(worker.messages("data")) > sent
+
+
+def test_connector_created_paused_starts_without_polling(
+    make_simulated_worker: Make, runtime_handles: RuntimeHandles
+) -> None:
+    worker = make_simulated_worker(FAST)
+    worker.herder.put_connector_config(
+        "src", {"connector.class": "monitorable-source", "topic": "data"}, initial_state="PAUSED"
+    )
+    worker.advance(500)
+    assert "poll" not in runtime_handles.task("src").names()
+    assert worker.task_state("src") is State.PAUSED
+
+
+def test_none_offset_deletes_the_stored_offset(make_simulated_worker: Make, runtime_handles: RuntimeHandles) -> None:
+    worker = make_simulated_worker(FAST)
+    worker.add_connector("gone", NoneOffsetConnector, {"topic": "t"})
+    worker.advance(1000)
+    worker.assert_source_offset("gone", {"p": 1}, {"n": 1})
+    NoneOffsetTask.emit_none = True
+    worker.advance(1000)
+    worker.assert_source_offset("gone", {"p": 1}, None)
+    assert worker.offset_store.connector_partitions("gone") == []
+
+
+class NoneOffsetTask(SourceTask):
+    emit_none = False
+    sent = 0
+
+    def start(self, config: Any) -> None:
+        NoneOffsetTask.emit_none = False
+
+    def poll(self) -> list[SourceRecord]:
+        if NoneOffsetTask.emit_none:
+            NoneOffsetTask.emit_none = False
+            return [SourceRecord({"p": 1}, None, "t", "deleted")]
+        if self.sent == 0:
+            self.sent = 1
+            return [SourceRecord({"p": 1}, {"n": 1}, "t", "first")]
+        return []
+
+
+class NoneOffsetConnector(MonitorableSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return NoneOffsetTask
+
+
+def test_stop_makes_a_final_commit(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker({"offset.flush.interval.ms": 60_000})
+    start_source(worker, **{"max.messages": 4})
+    worker.advance(100)
+    assert worker.source_offset("src", P0) is None
+    worker.stop_connector("src")
+    worker.assert_source_offset("src", P0, {"saved": 3})
+
+
+def test_final_commit_covers_only_acknowledged_records(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 4})
+    worker.advance(20)
+    worker.broker.hold_acks("data")
+    worker.advance(50)
+    assert len(worker.messages("data")) == 4
+    worker.stop_connector("src")
+    worker.assert_source_offset("src", P0, {"saved": 0})
+
+
+def test_restart_resumes_from_the_committed_offset(
+    make_simulated_worker: Make, runtime_handles: RuntimeHandles
+) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 3})
+    worker.advance(1000)
+    worker.restart_connector("src")
+    worker.herder.put_connector_config(
+        "src", {"connector.class": "monitorable-source", "topic": "data", "max.messages": 6}
+    )
+    worker.advance(1000)
+    assert [v["seq"] for v in worker.values("data")] == [0, 1, 2, 3, 4, 5]
+    worker.assert_source_offset("src", P0, {"saved": 5})
+
+
+@pytest.mark.parametrize(
+    ("converter", "extra", "expected"),
+    [
+        ("string", {}, b"{'task': 0, 'seq': 0}"),
+        ("json", {"value.converter.schemas.enable": "false"}, b'{"task":0,"seq":0}'),
+        (
+            "org.apache.kafka.connect.json.JsonConverter",
+            {"value.converter.schemas.enable": "true"},
+            b'{"schema":{"type":"struct","fields":[{"type":"int64","optional":true,"field":"task"},'
+            b'{"type":"int64","optional":true,"field":"seq"}],"optional":false},"payload":{"task":0,"seq":0}}',
+        ),
+    ],
+)
+def test_value_converter_is_applied_at_the_transport_boundary(
+    make_simulated_worker: Make, converter: str, extra: dict[str, str], expected: bytes
+) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 1, "value.converter": converter, **extra})
+    worker.advance(20)
+    assert worker.messages("data")[0].value == expected
+    assert worker.messages("data")[0].key == b'{"task.id":"src-0"}'
+
+
+def test_conversion_failure_names_the_topic_and_fails_the_task(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"value.converter": "bytes"})
+    worker.step()
+    assert worker.task_state("src") is State.FAILED
+    assert "'data'" in str(worker.source_task("src").failure)
