@@ -8,9 +8,7 @@ from JSON, so callers never share state with the store, whichever implementation
 :class:`FileOffsetStore` keeps one UTF-8 JSON object: each member name is an offsets-topic key as a string, each
 member value the offset object, for example::
 
-    {
-      "[\\"local-file-source\\",{\\"filename\\":\\"test.txt\\"}]": {"position": 30}
-    }
+    {"[\\"local-file-source\\",{\\"filename\\":\\"test.txt\\"}]": {"position": 30}}
 
 Deleted offsets are left out. This is not the Java-serialized file of Kafka Connect's ``FileOffsetBackingStore``.
 """
@@ -24,7 +22,7 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import SourceOffset, SourcePartition, validate_offset_map
@@ -106,10 +104,8 @@ class OffsetStore(Protocol):
         ...
 
     def set(self, connector: str, offsets: Sequence[PartitionOffset], timeout_ms: int) -> None:
-        """Store the offsets durably before returning; a ``None`` offset deletes the stored one.
-
-        Raises ConnectError on failure or timeout, and then stores none of ``offsets``.
-        """
+        """Store the offsets durably before returning; a ``None`` offset deletes the stored one. Raises
+        ConnectError on failure or on timeout, and then stores none of ``offsets``."""
 
     def connector_partitions(self, connector: str) -> list[SourcePartition | None]:
         """Every partition of the connector that has a stored offset."""
@@ -190,10 +186,7 @@ class _LocalOffsetStore:
 
 
 def _decode(value: bytes | None) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    offset: dict[str, Any] = json.loads(value)
-    return offset
+    return None if value is None else cast(dict[str, Any], json.loads(value))
 
 
 class MemoryOffsetStore(_LocalOffsetStore):
@@ -207,17 +200,18 @@ class MemoryOffsetStore(_LocalOffsetStore):
         super().__init__()
         self._started = True
         self._failures: list[Exception] = []
+        self._failures_lock = threading.Lock()
         self.set_calls = 0
 
     def fail_next_sets(self, n: int, error: Exception | None = None) -> None:
         """Make each of the next ``n`` ``set()`` calls store nothing and raise ``error`` (by default a ConnectError)."""
         if n < 0:
             raise ValueError(f"fail_next_sets needs n >= 0, got {n}")
-        with self._lock:
+        with self._failures_lock:
             self._failures = [error or ConnectError("injected offset store failure") for _ in range(n)]
 
     def set(self, connector: str, offsets: Sequence[PartitionOffset], timeout_ms: int) -> None:
-        with self._lock:
+        with self._failures_lock:
             self.set_calls += 1
             failure = self._failures.pop(0) if self._failures else None
         if failure is not None:
@@ -230,10 +224,8 @@ class MemoryOffsetStore(_LocalOffsetStore):
 
 
 class FileOffsetStore(_LocalOffsetStore):
-    """Offsets in a JSON file (format in the module docstring), rewritten atomically by every change.
-
-    :meth:`start` loads the file: a missing file holds no offsets, an unreadable one raises ConnectError.
-    """
+    """Offsets in a JSON file (format in the module docstring), rewritten atomically by every change. :meth:`start`
+    loads the file: a missing file holds no offsets, an unreadable one raises ConnectError naming the path."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__()
@@ -266,16 +258,17 @@ class FileOffsetStore(_LocalOffsetStore):
                     raise TypeError("expected an offsets-topic key and an offset object")
                 validate_offset_map("partition", parsed[1])
                 validate_offset_map("offset", offset)
-            except TypeError as error:
+                entry = (key, _dumps(offset).encode("utf-8"))
+                stored.setdefault(parsed[0], {})[_canonical(parsed[1])] = entry
+            except (TypeError, ValueError, ConnectError) as error:
                 raise ConnectError(f"corrupt offsets file {self.path}: entry {key_text!r}: {error}") from None
-            stored.setdefault(parsed[0], {})[_canonical(parsed[1])] = (key, _dumps(offset).encode("utf-8"))
         return stored
 
     def _persist(self, stored: _Stored) -> None:
         entries = [entry for offsets in stored.values() for entry in offsets.values()]
         members = [f"  {json.dumps(key.decode(), ensure_ascii=False)}: {value.decode()}" for key, value in entries]
         text = "{\n" + ",\n".join(members) + ("\n}\n" if members else "}\n")
-        temp = None
+        temp: str | None = None
         try:
             fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
             with os.fdopen(fd, "wb") as file:
@@ -296,9 +289,8 @@ class FileOffsetStore(_LocalOffsetStore):
 
 
 def _fsync_directory(directory: Path) -> None:
-    """Make a rename in ``directory`` durable where the platform allows; the new file is in place either way."""
-    if os.name != "posix":
-        return
+    """Make a rename in ``directory`` durable where the platform allows (not Windows); the new file is in place
+    either way."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
         try:

@@ -2,7 +2,8 @@
 
 One pass: serve delivery callbacks; commit offsets if ``offset.flush.interval.ms`` has passed; if paused,
 stop there; if nothing is waiting to be sent, ask for heartbeat records when ``heartbeat.interval.ms`` has
-passed and send them; then ``poll`` and send. Heartbeat records go through exactly the same submit/send/acknowledge/commit path as data.
+passed and send them; then ``poll`` and send. Heartbeat records go through exactly the same
+submit/send/acknowledge/commit path as data.
 """
 
 from __future__ import annotations

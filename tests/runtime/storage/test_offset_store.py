@@ -2,6 +2,7 @@
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -168,6 +169,21 @@ def test_bad_offsets_raise_and_store_nothing_of_the_call(store: OffsetStore, bad
     assert store.connector_partitions("conn") == []
 
 
+def test_concurrent_sets_lose_no_offsets(store: OffsetStore) -> None:
+    def commit(thread: int) -> None:
+        for n in range(20):
+            store.set("conn", [({"thread": thread, "n": n}, {"position": n})], TIMEOUT_MS)
+
+    threads = [threading.Thread(target=commit, args=(thread,)) for thread in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(store.connector_partitions("conn")) == 8 * 20
+    assert store.get("conn", [{"n": 19, "thread": 7}])[0][1] == {"position": 19}
+
+
 # ---- implementation-specific -------------------------------------------------------------------------------
 
 
@@ -274,13 +290,15 @@ def test_file_write_failure_raises_naming_the_path_and_stores_nothing(tmp_path: 
         b'{"not a key": {"position": 1}}',
         b'{"[\\"conn\\",{\\"f\\":\\"a\\"}]": 5}',
         b'{"[\\"conn\\",{\\"f\\":\\"a\\"}]": {"position": [1]}}',
+        b'{"[\\"conn\\",null]": {"position": NaN}}',
+        b'{"[\\"conn\\",{\\"f\\":Infinity}]": {"position": 1}}',
     ],
 )
 def test_file_corrupt_file_raises_naming_the_path(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "offsets.json"
     path.write_bytes(content)
     local = FileOffsetStore(path)
-    with pytest.raises(ConnectError, match="offsets file .*offsets.json") as raised:
+    with pytest.raises(ConnectError, match=r"offsets file .*offsets\.json") as raised:
         local.start()
     assert str(path) in str(raised.value)
 
