@@ -6,8 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.sdk.config import ConfigDef, Importance, Type, at_least, non_empty_string, one_of
+from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, at_least, non_empty_string, one_of
 from headwater.sdk.errors import ConfigError
+
+
+def non_empty_list(key: str, value: Any) -> None:
+    if not value:
+        raise ConfigError(key, value, "List must name at least one item")
+
 
 WORKER_CONFIG = (
     ConfigDef()
@@ -127,7 +133,7 @@ SOURCE_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
 )
 
 SINK_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
-    ConfigDef().define("topics", Type.LIST, None, Importance.HIGH, "Topics to consume.")
+    ConfigDef().define("topics", Type.LIST, REQUIRED, Importance.HIGH, "Topics to consume.", non_empty_list)
 )
 
 

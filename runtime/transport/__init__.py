@@ -1,4 +1,4 @@
-"""Transports the task loops run over."""
+"""Transports the task loops run over: the interface, and the in-memory broker and its clients."""
 
 from headwater.runtime.transport.base import (
     Admin,
@@ -13,12 +13,19 @@ from headwater.runtime.transport.base import (
     RecordMetadata,
     Transport,
 )
+from headwater.runtime.transport.memory import MemoryAdmin, MemoryBroker, MemoryProducer, MemoryTransport
+from headwater.runtime.transport.memory_group import MemoryConsumer
 
 __all__ = [
     "Admin",
     "CommitCallback",
     "Consumer",
     "DeliveryCallback",
+    "MemoryAdmin",
+    "MemoryBroker",
+    "MemoryConsumer",
+    "MemoryProducer",
+    "MemoryTransport",
     "Message",
     "NewTopic",
     "Producer",

@@ -1,0 +1,112 @@
+"""The pytest plugin itself, run in a nested pytest through ``pytester``.
+
+The plugin is loaded through the installed ``pytest11`` entry point, so the nested runs get it without ``-p``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A nested in-process run. Hypothesis's plugin is left out: importing it again in every run costs seconds."""
+    return pytester.runpytest("-p", "no:hypothesispytest", *args)
+
+
+def test_plugin_is_loaded_from_its_entry_point(pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfigure()
+    assert config.pluginmanager.has_plugin("headwater")
+
+
+def test_simulated_worker_fixture_runs_a_source(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_three_values(simulated_worker):
+            simulated_worker.add_connector(
+                "src",
+                "headwater.harness.monitorable:MonitorableSourceConnector",
+                {"topic": "t", "max.messages": 3},
+            )
+            simulated_worker.advance(100)
+            assert simulated_worker.values("t") == [{"task": 0, "seq": n} for n in range(3)]
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+
+
+def test_assert_source_offset_failure_shows_connector_expectation_and_worker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_offset(simulated_worker):
+            simulated_worker.add_connector(
+                "src-under-test",
+                "headwater.harness.monitorable:MonitorableSourceConnector",
+                {"topic": "t", "max.messages": 3},
+            )
+            simulated_worker.advance(100)
+            simulated_worker.assert_source_offset("src-under-test", {"task.id": "src-under-test-0"}, {"saved": 42})
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*committed offset of src-under-test * is None, expected {'saved': 42}*",
+            "*SimulatedWorker(now_ms=*",
+        ]
+    )
+
+
+def test_kafka_marker_is_registered(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.kafka
+        def test_needs_a_broker():
+            pass
+        """
+    )
+    result = run(pytester, "--strict-markers")
+    result.assert_outcomes(passed=1)
+
+
+def test_unregistered_marker_fails_strict_collection(pytester: pytest.Pytester) -> None:
+    """The control for the test above: ``--strict-markers`` does reject a marker nobody registered."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.kafkaa
+        def test_typo():
+            pass
+        """
+    )
+    result = run(pytester, "--strict-markers")
+    result.assert_outcomes(errors=1)
+
+
+def test_make_simulated_worker_closes_every_worker_at_teardown(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        made = []
+
+        def test_make_two(make_simulated_worker):
+            made.append(make_simulated_worker())
+            made.append(make_simulated_worker(tick_ms=5))
+            assert not any(worker.closed for worker in made)
+
+        def test_make_one_and_fail(make_simulated_worker):
+            made.append(make_simulated_worker())
+            raise AssertionError("deliberately failing")
+
+        def test_all_closed_afterwards():
+            assert len(made) == 3
+            assert [worker.closed for worker in made] == [True, True, True]
+        """
+    )
+    result = run(pytester, "-p", "no:randomly")  # the tests depend on their order
+    result.assert_outcomes(passed=2, failed=1)
