@@ -267,6 +267,14 @@ class _ConverterHeaders:
         return self.converter.to_connect(topic, data)
 
 
+def passes_bytes_through(converter: Converter | HeaderConverter) -> bool:
+    """Whether ``converter`` hands bytes on unchanged (``bytes`` as a key, value or header converter), so a task
+    loop may move raw records without calling it."""
+    if isinstance(converter, _ConverterHeaders):
+        converter = converter.converter
+    return isinstance(converter, ByteArrayConverter)
+
+
 _CONVERTERS: dict[str, type] = {
     "bytes": ByteArrayConverter,
     "string": StringConverter,

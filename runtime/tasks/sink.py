@@ -11,16 +11,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping
 from functools import partial
+from operator import attrgetter
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
-from headwater.runtime.converters import ByteArrayConverter
+from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.transport.base import Consumer, Message
 from headwater.sdk.context import Clock, SinkTaskContext
 from headwater.sdk.errors import ConnectError, IllegalWorkerStateError, RetriableError
 from headwater.sdk.records import SinkRecord, TopicPartition
 from headwater.sdk.task import SinkTask
+
+_HEADERS = attrgetter("headers")
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +102,7 @@ class WorkerSinkTask(WorkerTask):
         self._commit_seqno = 0
         self._next_commit = 0
         self._passthrough = False
+        self._passthrough_headers = False
         self.active_topics: set[str] = set()
         """Topics a record was consumed from (KIP-558's sink rule: when consumed and converted)."""
         self.records_put = 0
@@ -116,9 +120,8 @@ class WorkerSinkTask(WorkerTask):
         self.task.initialize(self.context)
 
     def on_started(self) -> None:
-        self._passthrough = isinstance(self.key_converter, ByteArrayConverter) and isinstance(
-            self.value_converter, ByteArrayConverter
-        )
+        self._passthrough = passes_bytes_through(self.key_converter) and passes_bytes_through(self.value_converter)
+        self._passthrough_headers = self._passthrough and passes_bytes_through(self.header_converter)
         self._next_commit = self.clock.now_ms() + self.settings.flush_interval_ms
         self.consumer.subscribe(list(self.settings.topics), self)
 
@@ -155,7 +158,8 @@ class WorkerSinkTask(WorkerTask):
                 self.consumer.resume(assignment - self.context.paused_partitions)
 
     def _poll(self, timeout_ms: int) -> bool:
-        self._rewind()
+        if self.context.rewinds:
+            self._rewind()
         messages = self.consumer.poll(self.settings.max_poll_records, timeout_ms)
         if self._rebalance_error is not None:
             error, self._rebalance_error = self._rebalance_error, None
@@ -166,7 +170,7 @@ class WorkerSinkTask(WorkerTask):
 
     def _convert(self, messages: list[Message]) -> None:
         self._raw.extend(messages)
-        if self._passthrough and not any(m.headers for m in messages):
+        if self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages))):
             self._records.extend(messages)
             return
         key_converter = self.key_converter.to_connect
@@ -209,21 +213,16 @@ class WorkerSinkTask(WorkerTask):
                 self.consumer.pause(self.consumer.assignment())
             return False
         raw, self._raw, self._records = self._raw, [], []
-        current = self.current_offsets
-        active = self.active_topics
-        topic: str | None = None
-        partition = -1
-        offset = -1
-        for message in raw:
-            if message.partition != partition or message.topic != topic:
-                if topic is not None:
-                    current[TopicPartition(topic, partition)] = offset + 1
-                topic, partition = message.topic, message.partition
-                if topic not in active:
-                    active.add(topic)
-            offset = message.offset
-        if topic is not None:
-            current[TopicPartition(topic, partition)] = offset + 1
+        if raw:
+            # Every record the consumer returned has now been put, so the consumer's positions are exactly the
+            # next offsets to commit (Java's currentOffsets), with no walk over the records.
+            current = self.current_offsets
+            active = self.active_topics
+            for tp, position in self.consumer.positions().items():
+                if current.get(tp) != position:
+                    current[tp] = position
+                    if tp.topic not in active:
+                        active.add(tp.topic)
         self.records_put += len(records)
         if self._paused_for_redelivery:
             self._paused_for_redelivery = False

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from functools import partial
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
+from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
-from headwater.runtime.tasks.submitted import PartitionKey, SubmittedRecord, SubmittedRecords
-from headwater.runtime.transport.base import Producer, RecordMetadata
+from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedRecord, SubmittedRecords
+from headwater.runtime.transport.base import Producer, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord, validate_offset_map
@@ -65,18 +65,20 @@ class WorkerSourceTask(WorkerTask):
         super().__init__(id, task, config, settings, clock or SystemClock(), listener, plugins)
         self.producer = producer
         self.offset_store = offset_store
-        self.submitted = SubmittedRecords()
+        self.acks = Acks(str(id), tolerate=settings.errors_tolerance == "all")
+        self.submitted = SubmittedRecords(self.acks)
         self._uncommitted: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
         self._to_send: Sequence[SourceRecord] | None = None
+        self._entries: list[SubmittedRecord] = []
+        """The batch being sent, tracked in :attr:`submitted` as a whole before its first record is sent."""
         self._next_index = 0
         self._retry_at = 0
-        self._send_error: BaseException | None = None
         self._next_commit = 0
         self._next_heartbeat = 0
-        self.active_topics: set[str] = set()
+        self._passthrough = False
+        self.active_topics = self.acks.active_topics
         """Topics the broker acknowledged a record of (KIP-558's source rule: after the acknowledgement)."""
         self.records_sent = 0
-        self.records_acked = 0
         self.heartbeat_calls = 0
         self.heartbeat_records = 0
         self.commits = 0
@@ -86,17 +88,12 @@ class WorkerSourceTask(WorkerTask):
         reader = StoreOffsetReader(self.offset_store, self.settings.connector)
         self.task.initialize(WorkerSourceTaskContext(self.config, self.clock, reader))
 
-    def on_started(self) -> None:
-        now = self.clock.now_ms()
-        self._next_commit = now + self.settings.flush_interval_ms
-        self._next_heartbeat = now + self.settings.heartbeat_interval_ms
-
     # ---- the loop --------------------------------------------------------------------------------------------
 
     def iteration(self) -> bool:
         self.producer.poll(0)
-        if self._send_error is not None:
-            raise self._send_error
+        if self.acks.error is not None:
+            raise self.acks.error
         now = self.clock.now_ms()
         if now >= self._next_commit:
             self.commit_offsets()
@@ -109,7 +106,7 @@ class WorkerSourceTask(WorkerTask):
             self._next_heartbeat = now + interval
             heartbeats = self._heartbeat_records()
             if heartbeats:
-                self._to_send = heartbeats
+                self._take(heartbeats)
                 progressed = self._send(now)
         if self._to_send is None:
             try:
@@ -119,7 +116,7 @@ class WorkerSourceTask(WorkerTask):
                 records = None
             if not records:
                 return progressed
-            self._to_send = records
+            self._take(records)
         if now < self._retry_at:
             return progressed
         return self._send(now) or progressed
@@ -135,36 +132,52 @@ class WorkerSourceTask(WorkerTask):
         self.heartbeat_records += len(found)
         return found
 
+    def on_started(self) -> None:
+        now = self.clock.now_ms()
+        self._next_commit = now + self.settings.flush_interval_ms
+        self._next_heartbeat = now + self.settings.heartbeat_interval_ms
+        self._passthrough = all(
+            passes_bytes_through(c) for c in (self.key_converter, self.value_converter, self.header_converter)
+        )
+
+    def _take(self, records: Sequence[SourceRecord]) -> None:
+        self._to_send = records
+        self._entries = self.submitted.submit_all(records)
+        self._next_index = 0
+
     def _send(self, now: int) -> bool:
         records = self._to_send
         assert records is not None
         start = self._next_index
         produce = self.producer.produce
-        key_converter = self.key_converter.from_connect
-        value_converter = self.value_converter.from_connect
-        submit = self.submitted.submit
-        ack = self._on_delivery
+        entries = self._entries
+        passthrough = self._passthrough
         for index in range(start, len(records)):
             record = records[index]
-            topic = record.topic
+            topic, key, value = record.topic, record.key, record.value
+            if (
+                passthrough
+                and not record.headers
+                and (key is None or type(key) is bytes)
+                and (value is None or type(value) is bytes)
+            ):
+                headers = None
+            else:
+                try:
+                    key, value, headers = self._convert(record)
+                except Exception as error:
+                    if self.settings.errors_tolerance == "all":
+                        log.warning(
+                            "task %s: skipping record %d to %s that failed conversion: %s", self.id, index, topic, error
+                        )
+                        entries[index].acked = True  # dropped, so its offset may be committed (Java does the same)
+                        continue
+                    raise ConnectError(
+                        f"task {self.id}: converting record {index} of the batch for topic {topic!r} failed: {error}"
+                    ) from error
             try:
-                key = key_converter(topic, record.key_schema, record.key)
-                value = value_converter(topic, record.value_schema, record.value)
-                headers = self._headers(record) if record.headers else None
-            except Exception as error:
-                if self.settings.errors_tolerance == "all":
-                    log.warning(
-                        "task %s: skipping record %d to %s that failed conversion: %s", self.id, index, topic, error
-                    )
-                    continue
-                raise ConnectError(
-                    f"task {self.id}: converting record {index} of the batch for topic {topic!r} failed: {error}"
-                ) from error
-            submitted = submit(record.source_partition, record.source_offset)
-            try:
-                produce(topic, value, key, record.partition, record.timestamp, headers, partial(ack, submitted))
+                produce(topic, value, key, record.partition, record.timestamp, headers, entries[index])
             except RetriableError as error:
-                self.submitted.drop(submitted)
                 log.warning(
                     "task %s: retriable send failure to %s, retrying in %d ms: %s",
                     self.id,
@@ -178,26 +191,24 @@ class WorkerSourceTask(WorkerTask):
                 return index > start
         self.records_sent += len(records) - start
         self._to_send = None
+        self._entries = []
         self._next_index = 0
         return True
+
+    def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None, RawHeaders | None]:
+        topic = record.topic
+        key = self.key_converter.from_connect(topic, record.key_schema, record.key)
+        value = self.value_converter.from_connect(topic, record.value_schema, record.value)
+        return key, value, self._headers(record) if record.headers else None
 
     def _headers(self, record: SourceRecord) -> list[tuple[str, bytes | None]]:
         convert = self.header_converter.from_connect
         return [(key, convert(record.topic, key, value)) for key, value in record.headers]
 
-    def _on_delivery(
-        self, submitted: SubmittedRecord, error: Exception | None, metadata: RecordMetadata | None
-    ) -> None:
-        if error is None:
-            submitted.acked = True
-            self.records_acked += 1
-            if metadata is not None and metadata.topic not in self.active_topics:
-                self.active_topics.add(metadata.topic)
-        elif self.settings.errors_tolerance == "all":
-            log.warning("task %s: tolerating a failed send: %s", self.id, error)
-            submitted.acked = True
-        elif self._send_error is None:
-            self._send_error = ConnectError(f"task {self.id}: the broker failed to store a record: {error}")
+    @property
+    def records_acked(self) -> int:
+        """Records the broker acknowledged."""
+        return self.acks.acked
 
     # ---- offsets ---------------------------------------------------------------------------------------------
 

@@ -7,11 +7,16 @@ the producer's delivery callbacks on the task's thread.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
-from headwater.sdk.records import SourceOffset, SourcePartition
+from headwater.runtime.transport.base import RecordMetadata
+from headwater.sdk.errors import ConnectError
+from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord
+
+log = logging.getLogger(__name__)
 
 PartitionKey = Hashable
 """A hashable identity of a source partition map: equal maps, whatever their key order, give equal keys."""
@@ -28,49 +33,94 @@ def partition_key(partition: SourcePartition | None) -> PartitionKey:
         raise TypeError(f"source partition must be a mapping of strings to primitives, got {partition!r}") from None
 
 
+class Acks:
+    """What the delivery callbacks of one task's records report to: how many were acknowledged, the topics they
+    were stored in (KIP-558's source rule: after the acknowledgement), and the first send failure that was not
+    tolerated (``errors.tolerance=all`` tolerates them)."""
+
+    __slots__ = ("acked", "active_topics", "error", "task", "tolerate")
+
+    def __init__(self, task: str, tolerate: bool) -> None:
+        self.task = task
+        self.tolerate = tolerate
+        self.acked = 0
+        self.active_topics: set[str] = set()
+        self.error: ConnectError | None = None
+
+    def failed(self, record: SubmittedRecord, error: Exception) -> None:
+        if self.tolerate:
+            log.warning("task %s: tolerating a failed send: %s", self.task, error)
+            record.acked = True
+        elif self.error is None:
+            self.error = ConnectError(f"task {self.task}: the broker failed to store a record: {error}")
+
+
 class SubmittedRecord:
-    """One record handed to the producer; ``acked`` turns true when the broker acknowledged it (or it was dropped
-    under ``errors.tolerance=all``)."""
+    """One record handed to the producer, and the producer's delivery callback for it: ``acked`` turns true when
+    the broker acknowledged it (or it was dropped under ``errors.tolerance=all``)."""
 
-    __slots__ = ("acked", "key", "offset")
+    __slots__ = ("acked", "acks", "key", "offset")
 
-    def __init__(self, key: PartitionKey, offset: SourceOffset | None) -> None:
+    def __init__(self, key: PartitionKey, offset: SourceOffset | None, acks: Acks) -> None:
         self.key = key
         self.offset = offset
+        self.acks = acks
         self.acked = False
+
+    def __call__(self, error: Exception | None, metadata: RecordMetadata | None) -> None:
+        acks = self.acks
+        if error is None:
+            self.acked = True
+            acks.acked += 1
+            if metadata is not None and metadata.topic not in acks.active_topics:
+                acks.active_topics.add(metadata.topic)
+        else:
+            acks.failed(self, error)
 
 
 class SubmittedRecords:
-    def __init__(self) -> None:
+    def __init__(self, acks: Acks) -> None:
+        self.acks = acks
         self._pending: dict[PartitionKey, deque[SubmittedRecord]] = {}
         self._partitions: dict[PartitionKey, SourcePartition | None] = {}
         self._last_partition: Any = object()
         self._last_key: PartitionKey = None
+        self._last_queue: deque[SubmittedRecord] = deque()
         self.latest: dict[PartitionKey, SourceOffset | None] = {}
         """The newest offset submitted per source partition, acknowledged or not."""
 
     def submit(self, partition: SourcePartition | None, offset: SourceOffset | None) -> SubmittedRecord:
-        if partition is self._last_partition:
-            key = self._last_key
-        else:
-            key = partition_key(partition)
-            self._last_partition, self._last_key = partition, key
+        """Track one record, before it is sent."""
+        queue = self._last_queue if partition is self._last_partition else self._queue(partition)
+        record = SubmittedRecord(self._last_key, offset, self.acks)
+        queue.append(record)
+        self.latest[self._last_key] = offset
+        return record
+
+    def submit_all(self, records: Sequence[SourceRecord]) -> list[SubmittedRecord]:
+        """Track a batch of records before any of it is sent: :meth:`submit` for each, in one pass."""
+        acks, latest = self.acks, self.latest
+        out: list[SubmittedRecord] = []
+        append = out.append
+        for record in records:
+            partition = record.source_partition
+            queue = self._last_queue if partition is self._last_partition else self._queue(partition)
+            key, offset = self._last_key, record.source_offset
+            entry = SubmittedRecord(key, offset, acks)
+            queue.append(entry)
+            latest[key] = offset
+            append(entry)
+        return out
+
+    def _queue(self, partition: SourcePartition | None) -> deque[SubmittedRecord]:
+        """The queue of ``partition``, made the last one used."""
+        key = partition_key(partition)
         queue = self._pending.get(key)
         if queue is None:
             queue = self._pending[key] = deque()
             self._partitions[key] = partition
-        record = SubmittedRecord(key, offset)
-        queue.append(record)
-        self.latest[key] = offset
-        return record
-
-    def drop(self, record: SubmittedRecord) -> None:
-        """Forget a record that was submitted but never sent (a synchronous send failure that will be retried)."""
-        queue = self._pending[record.key]
-        if queue and queue[-1] is record:
-            queue.pop()
-        else:
-            queue.remove(record)
+        self._last_partition, self._last_key, self._last_queue = partition, key, queue
+        return queue
 
     def committable(self) -> dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]]:
         """Pop the acknowledged head of every partition's queue; return the last popped offset per partition."""

@@ -342,6 +342,10 @@ class MemoryConsumer:
             self._check_assigned([partition])
             return self._positions[partition]
 
+    def positions(self) -> dict[TopicPartition, int]:
+        with self.broker.lock:
+            return dict(self._positions)
+
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch ``partition`` from ``offset`` next."""
         if offset < 0:

@@ -266,3 +266,12 @@ def test_conversion_failure_names_the_topic_and_fails_the_task(make_simulated_wo
     worker.step()
     assert worker.task_state("src") is State.FAILED
     assert "'data'" in str(worker.source_task("src").failure)
+
+
+def test_tolerated_conversion_failure_skips_the_record_and_commits_past_it(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(FAST)
+    start_source(worker, **{"max.messages": 3, "value.converter": "bytes", "errors.tolerance": "all"})
+    worker.advance(1000)
+    assert worker.task_state("src") is State.RUNNING
+    assert worker.messages("data") == [], "no value of this task is bytes, so every record is skipped"
+    worker.assert_source_offset("src", P0, {"saved": 2})

@@ -2,14 +2,15 @@
 
 import pytest
 
-from headwater.runtime.tasks.submitted import SubmittedRecords, partition_key
+from headwater.runtime.tasks.submitted import Acks, SubmittedRecords, partition_key
+from headwater.sdk.records import SourceRecord
 
 A = {"table": "a"}
 B = {"table": "b"}
 
 
 def test_single_ack_is_committable() -> None:
-    records = SubmittedRecords()
+    records = SubmittedRecords(Acks("t-0", tolerate=False))
     first = records.submit(A, {"id": 1})
     assert records.committable() == {}
     first.acked = True
@@ -18,7 +19,7 @@ def test_single_ack_is_committable() -> None:
 
 
 def test_unacked_record_blocks_later_records_of_its_partition_only() -> None:
-    records = SubmittedRecords()
+    records = SubmittedRecords(Acks("t-0", tolerate=False))
     a1, a2 = records.submit(A, {"id": 1}), records.submit(A, {"id": 2})
     b1 = records.submit(B, {"id": 10})
     a2.acked = True
@@ -29,7 +30,7 @@ def test_unacked_record_blocks_later_records_of_its_partition_only() -> None:
 
 
 def test_equal_partitions_in_any_key_order_share_a_queue() -> None:
-    records = SubmittedRecords()
+    records = SubmittedRecords(Acks("t-0", tolerate=False))
     first = records.submit({"db": "x", "table": "t"}, {"id": 1})
     second = records.submit({"table": "t", "db": "x"}, {"id": 2})
     second.acked = True
@@ -38,29 +39,30 @@ def test_equal_partitions_in_any_key_order_share_a_queue() -> None:
     assert list(records.committable().values()) == [({"db": "x", "table": "t"}, {"id": 2})]
 
 
-def test_drop_removes_a_record_that_was_never_sent() -> None:
-    records = SubmittedRecords()
-    first = records.submit(A, {"id": 1})
-    second = records.submit(A, {"id": 2})
-    records.drop(second)
-    first.acked = True
-    assert records.committable() == {partition_key(A): (A, {"id": 1})}
-    middle = records.submit(A, {"id": 3})
-    last = records.submit(A, {"id": 4})
-    records.drop(middle)
-    last.acked = True
-    assert records.committable() == {partition_key(A): (A, {"id": 4})}
+def test_submit_all_tracks_a_batch_in_order_across_partitions() -> None:
+    records = SubmittedRecords(Acks("t-0", tolerate=False))
+    batch = [
+        SourceRecord(A, {"id": 1}, "t", b""),
+        SourceRecord(B, {"id": 9}, "t", b""),
+        SourceRecord(A, {"id": 2}, "t", b""),
+    ]
+    a1, b1, a2 = records.submit_all(batch)
+    a2.acked = b1.acked = True
+    assert records.committable() == {partition_key(B): (B, {"id": 9})}
+    assert records.latest == {partition_key(A): {"id": 2}, partition_key(B): {"id": 9}}
+    a1.acked = True
+    assert records.committable() == {partition_key(A): (A, {"id": 2})}
 
 
 def test_null_partition_and_offset_are_allowed() -> None:
-    records = SubmittedRecords()
+    records = SubmittedRecords(Acks("t-0", tolerate=False))
     record = records.submit(None, None)
     record.acked = True
     assert records.committable() == {None: (None, None)}
 
 
 def test_in_flight_and_latest() -> None:
-    records = SubmittedRecords()
+    records = SubmittedRecords(Acks("t-0", tolerate=False))
     first = records.submit(A, {"id": 1})
     records.submit(A, {"id": 2})
     first.acked = True
@@ -71,3 +73,22 @@ def test_in_flight_and_latest() -> None:
 def test_unhashable_partition_values_are_rejected_with_the_partition() -> None:
     with pytest.raises(TypeError, match=r"\{'tables': \['a'\]\}"):
         partition_key({"tables": ["a"]})
+
+
+def test_delivery_callback_acks_counts_and_tracks_topics() -> None:
+    acks = Acks("t-0", tolerate=False)
+    records = SubmittedRecords(acks)
+    first, second = records.submit(A, {"id": 1}), records.submit(A, {"id": 2})
+    first(None, None)
+    second(RuntimeError("broker down"), None)
+    assert (first.acked, second.acked, acks.acked) == (True, False, 1)
+    assert acks.error is not None and "broker down" in str(acks.error)
+    assert records.committable() == {partition_key(A): (A, {"id": 1})}
+
+
+def test_tolerated_delivery_failure_counts_as_done_but_not_acked() -> None:
+    acks = Acks("t-0", tolerate=True)
+    records = SubmittedRecords(acks)
+    record = records.submit(A, {"id": 1})
+    record(RuntimeError("too large"), None)
+    assert (record.acked, acks.acked, acks.error) == (True, 0, None)
