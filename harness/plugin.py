@@ -1,18 +1,70 @@
-"""Headwater's pytest plugin (entry point ``pytest11``): fixtures that give a simulated worker."""
+"""Headwater's pytest plugin (entry point ``pytest11``): fixtures that give a simulated worker, and a real Kafka
+cluster for the tests that need one."""
 
 from __future__ import annotations
 
+import os
+import re
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from headwater.harness.broker import BrokerUnavailable
+from headwater.harness.cluster import BOOTSTRAP_ENV, Cluster, find_cluster
 from headwater.harness.monitorable import HANDLES, RuntimeHandles
 from headwater.harness.simulated import SimulatedWorker
+
+REQUIRE_ENV = "HEADWATER_REQUIRE_KAFKA"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("headwater")
+    group.addoption(
+        "--kafka-bootstrap",
+        default=None,
+        help=f"bootstrap servers of a Kafka cluster for the real-broker tests (or set {BOOTSTRAP_ENV})",
+    )
+    group.addoption(
+        "--require-kafka",
+        action="store_true",
+        default=os.environ.get(REQUIRE_ENV, "") not in ("", "0"),
+        help=f"fail, rather than skip, when no Kafka broker can be had (or set {REQUIRE_ENV}=1)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka: needs a real Kafka broker")
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    """A Kafka cluster for the whole session: given, in a container, or started from the local jars (in that
+    order). Skips the test when none can be had, unless ``--require-kafka``."""
+    try:
+        found = find_cluster(pytestconfig.getoption("kafka_bootstrap"))
+    except BrokerUnavailable as error:
+        if pytestconfig.getoption("require_kafka"):
+            pytest.fail(str(error), pytrace=False)
+        pytest.skip(str(error))
+    try:
+        yield found
+    finally:
+        found.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_cluster: Cluster) -> str:
+    """The bootstrap servers of :func:`kafka_cluster`."""
+    return kafka_cluster.bootstrap_servers
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A topic/group/connector name no other test of any run uses: the test's name plus a random suffix."""
+    base = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-")[-40:]
+    return f"{base}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture

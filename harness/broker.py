@@ -1,0 +1,427 @@
+"""A real single-node Kafka broker (KRaft, combined broker and controller) assembled from Maven Central jars.
+
+No Docker and no archive.apache.org: ``fetch_jars`` writes a pom that depends on ``org.apache.kafka:kafka_2.13`` (the
+broker and ``kafka.tools.StorageTool``) plus the log4j2 jars the Kafka pom leaves out, and lets
+``mvn dependency:copy-dependencies`` copy about 40 jars into a cache directory, once per machine. ``LocalKafkaBroker``
+picks two free loopback ports, writes ``server.properties`` with a static voter (``controller.quorum.voters``, which
+both 3.9 and 4.x accept and which must not be combined with ``format --standalone``), formats the storage and runs
+``java -cp '<jars>/*' kafka.Kafka server.properties`` in its own session until ``stop()``.
+
+Needs Java 17 and Maven (``apt-get install openjdk-17-jre-headless maven``). Kafka 4.3.1 is pinned; 3.9.x works too
+(``kafka_version="3.9.2"``: reload4j instead of log4j2).
+
+Environment:
+    ``HEADWATER_CACHE``: the cache root, default ``$XDG_CACHE_HOME/headwater`` or ``~/.cache/headwater``; the jars
+        go to ``<root>/kafka-<version>/jars``. Cache that directory (and ``~/.m2``) in CI.
+    ``HEADWATER_KAFKA_JVM_OPTS``: replaces the broker's JVM options (default: 512 MB heap, serial GC, C1 only,
+        which start fastest on a small machine; pass G1 and no tiering limit for throughput measurements).
+
+Command line: ``python -m headwater.harness.broker fetch|start|stop``. ``fetch`` prints the jars directory,
+``start`` leaves a broker running (data under ``<root>/broker`` unless ``--data-dir``) and prints its bootstrap
+servers, ``stop`` stops it and prints the bootstrap servers it had.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import contextlib
+import fcntl
+import importlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+KAFKA_VERSION = "4.3.1"
+FALLBACK_KAFKA_VERSION = "3.9.2"
+LOG4J_VERSION = "2.25.5"
+INSTALL_HINT = "install Java 17 and Maven (apt-get install openjdk-17-jre-headless maven)"
+DEFAULT_JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+_MARKER = ".fetched"
+_STATE = "broker.json"
+
+
+class BrokerUnavailable(RuntimeError):
+    """No broker could be provided; ``missing_tools`` names the programs to install when that is the reason."""
+
+    def __init__(self, message: str, missing_tools: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.missing_tools = tuple(missing_tools)
+
+
+def cache_root() -> Path:
+    """Where fetched jars and the command line's broker live: ``HEADWATER_CACHE`` or the user's cache dir."""
+    if root := os.environ.get("HEADWATER_CACHE"):
+        return Path(root).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "headwater"
+
+
+def require_tools(*names: str) -> dict[str, str]:
+    """The full path of each program, or ``BrokerUnavailable`` saying what to install."""
+    found = {name: shutil.which(name) for name in names}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        raise BrokerUnavailable(f"{' and '.join(missing)} not found on PATH: {INSTALL_HINT}", missing)
+    return {name: path for name, path in found.items() if path is not None}
+
+
+def pom_xml(kafka_version: str = KAFKA_VERSION) -> str:
+    """The pom whose runtime dependencies are a broker's classpath (the Kafka pom omits the logging backend)."""
+    deps = [("org.apache.kafka", "kafka_2.13", kafka_version)]
+    if kafka_version.startswith("3."):
+        deps += [("org.slf4j", "slf4j-reload4j", "1.7.36"), ("ch.qos.reload4j", "reload4j", "1.2.25")]
+    else:  # slf4j 1.7 binding for log4j2; explicit api/core win over kafka-server's, keeping all three equal
+        deps += [("org.apache.logging.log4j", name, LOG4J_VERSION) for name in ("log4j-api", "log4j-core")]
+        deps += [("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION)]
+    dependencies = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.headwater</groupId>
+  <artifactId>kafka-broker-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <properties><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
+  <dependencies>
+{dependencies}
+  </dependencies>
+  <build><plugins><plugin>
+    <groupId>org.apache.maven.plugins</groupId><artifactId>maven-dependency-plugin</artifactId><version>3.8.1</version>
+    <configuration>
+      <outputDirectory>${{project.basedir}}/jars</outputDirectory>
+      <includeScope>runtime</includeScope>
+      <overWriteReleases>false</overWriteReleases>
+    </configuration>
+  </plugin></plugins></build>
+</project>
+"""
+
+
+def fetch_jars(cache_dir: Path | None = None, kafka_version: str = KAFKA_VERSION) -> Path:
+    """The directory of the broker's jars, downloaded with Maven on the first call (later calls return at once)."""
+    tools = require_tools("java", "mvn")
+    cache_dir = Path(cache_dir) if cache_dir is not None else cache_root() / f"kafka-{kafka_version}"
+    jars = cache_dir / "jars"
+    marker = cache_dir / _MARKER
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / ".lock", "w") as lock:  # one download at a time, e.g. across pytest-xdist workers
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists() and any(jars.glob("kafka_2.13-*.jar")):
+            return jars
+        (cache_dir / "pom.xml").write_text(pom_xml(kafka_version))
+        command = [tools["mvn"], "-q", "-B", "-f", str(cache_dir / "pom.xml"), "dependency:copy-dependencies"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+        if done.returncode != 0:
+            raise BrokerUnavailable(
+                f"{shlex.join(command)} failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}"
+            )
+        marker.write_text(kafka_version + "\n")
+    return jars
+
+
+def jars_version(jars_dir: Path) -> str:
+    """The Kafka version of a jars directory, read from its ``kafka_2.13-<version>.jar``."""
+    for jar in jars_dir.glob("kafka_2.13-*.jar"):
+        version = jar.name.removeprefix("kafka_2.13-").removesuffix(".jar")
+        if version[:1].isdigit() and "-" not in version:
+            return version
+    raise BrokerUnavailable(f"no kafka_2.13-<version>.jar in {jars_dir}")
+
+
+def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
+    """A combined broker and controller on 127.0.0.1, one replica and one partition for every internal topic."""
+    return f"""\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={log_dir}
+num.partitions=1
+num.network.threads=2
+num.io.threads=4
+auto.create.topics.enable=true
+log.cleaner.backoff.ms=500
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+group.initial.rebalance.delay.ms=0
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+"""
+
+
+def logging_config(kafka_version: str) -> tuple[str, str, str]:
+    """File name, contents and JVM flag of a console logging config (INFO) for that Kafka version."""
+    if kafka_version.startswith("3."):
+        text = "log4j.rootLogger=INFO, stdout\nlog4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+        text += "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+        text += "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+        return "log4j.properties", text, "-Dlog4j.configuration=file:{path}"
+    text = "appender.console.type=Console\nappender.console.name=STDOUT\nappender.console.layout.type=PatternLayout\n"
+    text += "appender.console.layout.pattern=[%d] %p %m (%c)%n\nrootLogger=INFO,STDOUT\n"
+    return "log4j2.properties", text, "-Dlog4j2.configurationFile={path}"
+
+
+def cluster_id() -> str:
+    """A random cluster id in the form ``kafka-storage random-uuid`` prints (22 base64url characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    with contextlib.suppress(OSError):  # a reused pid is not our broker
+        return b"kafka.Kafka" in cmdline.read_bytes()
+    return True
+
+
+class LocalKafkaBroker:
+    """One broker process with its data under ``data_dir`` (a new temporary directory unless given)."""
+
+    def __init__(
+        self,
+        jars_dir: Path | None = None,
+        data_dir: Path | None = None,
+        *,
+        kafka_version: str = KAFKA_VERSION,
+        keep: bool = False,
+        jvm_opts: Sequence[str] | None = None,
+    ) -> None:
+        self.jars_dir = jars_dir
+        self.kafka_version = kafka_version
+        default_dir = Path(tempfile.gettempdir()) / f"headwater-kafka-{uuid.uuid4().hex[:12]}"
+        self.data_dir = Path(data_dir) if data_dir is not None else default_dir  # created by start()
+        self.keep = keep
+        self.log_path = self.data_dir / "broker.log"
+        env_opts = os.environ.get("HEADWATER_KAFKA_JVM_OPTS")
+        self.jvm_opts = list(jvm_opts if jvm_opts is not None else shlex.split(env_opts or "") or DEFAULT_JVM_OPTS)
+        self.port: int | None = None
+        self.pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>``; only once started."""
+        if self.port is None:
+            raise RuntimeError(f"{self!r} has not been started")
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self.pid is not None and _alive(self.pid)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        where = f"127.0.0.1:{self.port}" if self.port is not None else "no port"
+        return f"<LocalKafkaBroker {self.kafka_version} {state} {where} pid={self.pid} data_dir={str(self.data_dir)!r}>"
+
+    def __enter__(self) -> LocalKafkaBroker:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self, timeout_s: float = 90) -> LocalKafkaBroker:
+        """Format the storage, start the broker and return once it answers a metadata request."""
+        if self.running:
+            raise RuntimeError(f"{self!r} is already running")
+        java = require_tools("java")["java"]
+        jars = self.jars_dir if self.jars_dir is not None else fetch_jars(kafka_version=self.kafka_version)
+        self.kafka_version = jars_version(jars)
+        deadline = time.monotonic() + timeout_s
+        self.port, controller_port = free_ports(2)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        props = str(self.data_dir / "server.properties")
+        Path(props).write_text(server_properties(self.port, controller_port, self.data_dir / "kraft"))
+        log_name, log_text, log_flag = logging_config(self.kafka_version)
+        (self.data_dir / log_name).write_text(log_text)
+        command = [java, *self.jvm_opts, log_flag.format(path=self.data_dir / log_name), "-cp", str(jars / "*")]
+        try:
+            self._format_storage(command, props, deadline)
+            self._log = open(self.log_path, "ab")  # noqa: SIM115 - open while the broker runs, closed in stop()
+            self._proc = subprocess.Popen(
+                [*command, "kafka.Kafka", props],
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            self.pid = self._proc.pid
+            atexit.register(self.stop)
+            self._wait_ready(deadline)
+        except BaseException:
+            self.stop()
+            raise
+        (self.data_dir / _STATE).write_text(json.dumps({"pid": self.pid, "port": self.port}))
+        return self
+
+    def _format_storage(self, java: list[str], props: str, deadline: float) -> None:
+        command = [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", props]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired as exc:
+            raise BrokerUnavailable("formatting the storage took longer than the start timeout") from exc
+        if done.returncode != 0:
+            raise BrokerUnavailable(f"StorageTool format failed:\n{_tail(done.stdout + done.stderr)}")
+
+    def _wait_ready(self, deadline: float) -> None:
+        assert self._proc is not None and self.port is not None
+        admin = None
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise BrokerUnavailable(f"the broker exited ({self._proc.returncode}):\n{self.log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+            except OSError:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=0.2)  # a pause that ends early if the broker dies
+                continue
+            try:
+                admin_module = importlib.import_module("confluent_kafka.admin")
+            except ImportError:
+                return
+            if admin is None:
+                admin = admin_module.AdminClient({"bootstrap.servers": self.bootstrap_servers})
+            with contextlib.suppress(Exception):
+                if admin.list_topics(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))).brokers:
+                    return
+        raise BrokerUnavailable(f"the broker did not answer on {self.bootstrap_servers} in time:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the broker's log."""
+        try:
+            return _tail(self.log_path.read_text(errors="replace"), lines)
+        except OSError:
+            return "(no broker log)"
+
+    def stop(self, timeout_s: float = 30) -> None:
+        """SIGTERM, then SIGKILL after ``timeout_s``; then remove the data directory unless ``keep``."""
+        atexit.unregister(self.stop)
+        if self.pid is not None and self.running:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+            if not self._wait_exit(timeout_s):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+                self._wait_exit(10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if not self.keep:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def _wait_exit(self, timeout_s: float) -> bool:
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        deadline = time.monotonic() + timeout_s
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.1)  # not our child: nothing to wait on but the pid
+        return not self.running
+
+    def detach(self) -> None:
+        """Leave the broker running after this process exits (the command line's ``start``)."""
+        atexit.unregister(self.stop)
+        self.keep = True
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    @classmethod
+    def attach(cls, data_dir: Path) -> LocalKafkaBroker:
+        """The broker that ``start`` left running with its data in ``data_dir``."""
+        try:
+            state = json.loads((data_dir / _STATE).read_text())
+        except (OSError, ValueError) as exc:
+            raise BrokerUnavailable(f"no broker was started in {data_dir}") from exc
+        broker = cls(data_dir=data_dir, keep=True)
+        broker.pid, broker.port = int(state["pid"]), int(state["port"])
+        return broker
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m headwater.harness.broker", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("command", choices=["fetch", "start", "stop"])
+    parser.add_argument("--kafka-version", default=KAFKA_VERSION)
+    parser.add_argument("--data-dir", type=Path, default=None, help="default: <cache root>/broker")
+    parser.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the broker to start")
+    args = parser.parse_args(argv)
+    data_dir = args.data_dir or cache_root() / "broker"
+    try:
+        if args.command == "fetch":
+            print(fetch_jars(kafka_version=args.kafka_version))
+        elif args.command == "start":
+            with contextlib.suppress(BrokerUnavailable):
+                if (running := LocalKafkaBroker.attach(data_dir)).running:
+                    print(running.bootstrap_servers)
+                    return 0
+            shutil.rmtree(data_dir, ignore_errors=True)
+            broker = LocalKafkaBroker(data_dir=data_dir, kafka_version=args.kafka_version, keep=True)
+            broker.start(timeout_s=args.timeout)
+            broker.detach()
+            print(broker.bootstrap_servers)
+        else:
+            broker = LocalKafkaBroker.attach(data_dir)
+            broker.keep = False
+            broker.stop()
+            print(broker.bootstrap_servers)
+    except BrokerUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Which Kafka cluster real-broker tests run against, chosen in order: bootstrap servers given by the
+``--kafka-bootstrap`` option or the ``HEADWATER_KAFKA_BOOTSTRAP`` environment variable; a testcontainers broker
+when a Docker engine answers; a local broker started from Maven Central jars. When none is possible the reason
+says what to install."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafkaBroker
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_ENV = "HEADWATER_KAFKA_BOOTSTRAP"
+DOCKER_IMAGE_ENV = "HEADWATER_KAFKA_IMAGE"
+DEFAULT_DOCKER_IMAGE = "confluentinc/cp-kafka:7.6.0"
+
+
+@dataclass
+class Cluster:
+    """A running cluster: where it answers, how it was found, and how to let it go."""
+
+    bootstrap_servers: str
+    source: str
+    """``external``, ``testcontainers`` or ``local jars``."""
+    stop: Callable[[], None] = field(default=lambda: None, repr=False)
+
+
+def docker_answers() -> bool:
+    """Whether the ``docker`` package is installed and a Docker engine answers a ping."""
+    try:
+        import docker  # type: ignore[import-untyped]
+    except ImportError:
+        return False
+    try:
+        client = docker.from_env(timeout=5)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def _testcontainers() -> Cluster:
+    from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
+
+    container = KafkaContainer(os.environ.get(DOCKER_IMAGE_ENV, DEFAULT_DOCKER_IMAGE)).with_kraft()
+    container.start()
+    return Cluster(container.get_bootstrap_server(), "testcontainers", container.stop)
+
+
+def _local_jars() -> Cluster:
+    broker = LocalKafkaBroker().start()
+    return Cluster(broker.bootstrap_servers, "local jars", broker.stop)
+
+
+def find_cluster(bootstrap: str | None = None) -> Cluster:
+    """The first cluster available in the documented order; raises :class:`BrokerUnavailable` naming what was
+    tried and what to install."""
+    given = bootstrap or os.environ.get(BOOTSTRAP_ENV)
+    if given:
+        return Cluster(given, "external")
+    tried: list[str] = []
+    if docker_answers():
+        try:
+            return _testcontainers()
+        except Exception as error:  # fall through to the local jars
+            log.warning("testcontainers could not start Kafka, trying the local jars: %s", error)
+            tried.append(f"testcontainers failed: {error}")
+    else:
+        tried.append("no Docker engine answers")
+    try:
+        return _local_jars()
+    except BrokerUnavailable as error:
+        tried.append(str(error))
+    raise BrokerUnavailable(
+        f"no Kafka broker for the real-broker tests ({'; '.join(tried)}). Give one with --kafka-bootstrap or "
+        f"{BOOTSTRAP_ENV}, run a Docker engine, or {INSTALL_HINT}"
+    )
+
+
+@contextlib.contextmanager
+def cluster(bootstrap: str | None = None) -> Iterator[Cluster]:
+    """:func:`find_cluster`, stopped on exit when it was started here."""
+    found = find_cluster(bootstrap)
+    try:
+        yield found
+    finally:
+        found.stop()

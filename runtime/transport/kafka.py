@@ -1,0 +1,366 @@
+"""The transport on a real Kafka cluster, through confluent-kafka (librdkafka).
+
+Producers are idempotent and use the ``murmur2_random`` partitioner, so keyed records land on the partition Java
+clients choose. Consumers use cooperative-sticky assignment with auto-commit off; the sink loop commits. Rebalance
+callbacks reach the loop's listener from inside ``poll``; ``seek`` calls made while partitions are being assigned
+become the offsets they are assigned at (librdkafka cannot seek a partition it is not fetching yet).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException
+from confluent_kafka import Consumer as RdConsumer
+from confluent_kafka import Producer as RdProducer
+from confluent_kafka import TopicPartition as RdTopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic as RdNewTopic
+
+from headwater.runtime.transport.base import (
+    CommitCallback,
+    DeliveryCallback,
+    Message,
+    NewTopic,
+    RawHeaders,
+    RebalanceListener,
+    RecordMetadata,
+)
+from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
+from headwater.sdk.records import TopicPartition
+
+log = logging.getLogger(__name__)
+
+JAVA_ONLY = frozenset(
+    {"clock", "max.poll.records", "key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
+)
+"""Keys a Kafka Connect config may carry that librdkafka does not know; dropped before a client is made."""
+
+PRODUCER_DEFAULTS = {"enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 5}
+CONSUMER_DEFAULTS = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "auto.offset.reset": "earliest",
+    "partition.assignment.strategy": "cooperative-sticky",
+}
+
+
+def _error(error: KafkaError | KafkaException | Exception) -> ConnectError:
+    """A librdkafka error as the SDK's error type, retriable when librdkafka says so."""
+    kafka_error = error.args[0] if isinstance(error, KafkaException) and error.args else error
+    if isinstance(kafka_error, KafkaError):
+        cls = RetriableError if kafka_error.retriable() else ConnectError
+        return cls(f"{kafka_error.name()}: {kafka_error.str()}")
+    return ConnectError(str(error))
+
+
+def _rd(partitions: Collection[TopicPartition]) -> list[RdTopicPartition]:
+    return [RdTopicPartition(tp.topic, tp.partition) for tp in partitions]
+
+
+def _ours(partitions: Sequence[RdTopicPartition]) -> list[TopicPartition]:
+    return [TopicPartition(p.topic, p.partition) for p in partitions]
+
+
+class KafkaTransport:
+    """Makes confluent-kafka clients for one cluster. ``config`` holds librdkafka settings shared by all clients
+    (``bootstrap.servers``, security); per-client settings come with each call and win."""
+
+    def __init__(self, bootstrap_servers: str, config: Mapping[str, Any] | None = None) -> None:
+        if not bootstrap_servers:
+            raise ConfigError("bootstrap.servers", bootstrap_servers, "Kafka bootstrap servers are required")
+        self.config = {**(config or {}), "bootstrap.servers": bootstrap_servers}
+
+    def _merged(self, defaults: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {**defaults, **self.config, **config}
+        return {k: v for k, v in merged.items() if k not in JAVA_ONLY}
+
+    def producer(self, config: Mapping[str, Any]) -> KafkaProducer:
+        return KafkaProducer(self._merged(PRODUCER_DEFAULTS, config))
+
+    def consumer(self, group_id: str | None, config: Mapping[str, Any]) -> KafkaConsumer:
+        merged = self._merged(CONSUMER_DEFAULTS, config)
+        merged["group.id"] = group_id or merged.get("group.id") or "headwater-unassigned"
+        return KafkaConsumer(merged)
+
+    def admin(self) -> KafkaAdmin:
+        return KafkaAdmin({k: v for k, v in self.config.items() if k not in JAVA_ONLY})
+
+
+class KafkaProducer:
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._producer = RdProducer(dict(config))
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: RawHeaders | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        callback = None
+        if on_delivery is not None:
+
+            def callback(error: KafkaError | None, message: Any) -> None:
+                if error is not None:
+                    on_delivery(_error(error), None)
+                else:
+                    on_delivery(None, RecordMetadata(message.topic(), message.partition(), message.offset()))
+
+        try:
+            self._producer.produce(
+                topic,
+                value,
+                key,
+                -1 if partition is None else partition,
+                on_delivery=callback,
+                timestamp=timestamp or 0,
+                headers=headers,  # type: ignore[arg-type]  # bytes | None values are accepted
+            )
+        except BufferError as error:
+            self._producer.poll(0)
+            raise RetriableError(f"the producer queue is full: {error}") from None
+        except KafkaException as error:
+            raise _error(error) from None
+
+    def poll(self, timeout_ms: int = 0) -> int:
+        return int(self._producer.poll(timeout_ms / 1000))
+
+    def flush(self, timeout_ms: int) -> int:
+        return int(self._producer.flush(timeout_ms / 1000))
+
+    def close(self) -> None:
+        remaining = self._producer.flush(5)
+        if remaining:
+            log.warning("producer closed with %d records undelivered", remaining)
+
+
+class KafkaConsumer:
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._reset = str(config.get("auto.offset.reset", "earliest"))
+        self._commits: deque[tuple[dict[TopicPartition, int], CommitCallback | None]] = deque()
+        self._consumer = RdConsumer({**config, "on_commit": self._on_commit})
+        self._listener: RebalanceListener | None = None
+        self._assigning: dict[TopicPartition, int] | None = None
+        self._positions: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+        self._callback_error: BaseException | None = None
+
+    # ---- membership ------------------------------------------------------------------------------------------
+
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
+        self._listener = listener
+        self._consumer.subscribe(
+            list(topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
+
+    def assign(self, partitions: Collection[TopicPartition]) -> None:
+        starts = [RdTopicPartition(tp.topic, tp.partition, self._initial_position(tp)) for tp in partitions]
+        self._consumer.assign(starts)
+
+    def _on_assign(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
+        assigned = _ours(partitions)
+        self._assigning = self._initial_positions(assigned)
+        self._positions.update(self._assigning)
+        try:
+            if self._listener is not None and assigned:
+                self._listener.on_partitions_assigned(assigned)
+        except BaseException as error:  # surfaced after poll returns, like Java's consumer
+            self._callback_error = error
+        finally:
+            starts = [RdTopicPartition(tp.topic, tp.partition, offset) for tp, offset in self._assigning.items()]
+            self._assigning = None
+            consumer.incremental_assign(starts)
+
+    def _on_revoke(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
+        revoked = _ours(partitions)
+        try:
+            if self._listener is not None and revoked:
+                self._listener.on_partitions_revoked(revoked)
+        except BaseException as error:
+            self._callback_error = error
+        finally:
+            for tp in revoked:
+                self._positions.pop(tp, None)
+                self._paused.discard(tp)
+            consumer.incremental_unassign(partitions)
+
+    def _on_lost(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
+        lost = _ours(partitions)
+        try:
+            if self._listener is not None and lost:
+                self._listener.on_partitions_lost(lost)
+        except BaseException as error:
+            self._callback_error = error
+        finally:
+            for tp in lost:
+                self._positions.pop(tp, None)
+                self._paused.discard(tp)
+            consumer.incremental_unassign(partitions)
+
+    def _initial_positions(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        """Where consumption of newly assigned partitions starts: the committed offset, else the reset policy."""
+        if not partitions:
+            return {}
+        found: dict[TopicPartition, int] = {}
+        for committed in self._consumer.committed(_rd(partitions), timeout=30):
+            tp = TopicPartition(committed.topic, committed.partition)
+            if committed.error is None and committed.offset >= 0:
+                found[tp] = int(committed.offset)
+                continue
+            low, high = self._consumer.get_watermark_offsets(RdTopicPartition(tp.topic, tp.partition), timeout=30)
+            if self._reset not in ("earliest", "latest"):
+                raise ConnectError(f"no committed offset for {tp} and auto.offset.reset={self._reset}")
+            found[tp] = int(high if self._reset == "latest" else low)
+        return found
+
+    def _initial_position(self, tp: TopicPartition) -> int:
+        return self._initial_positions([tp])[tp]
+
+    # ---- fetching --------------------------------------------------------------------------------------------
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[Message]:
+        raw: list[Any] = self._consumer.consume(max_records, timeout_ms / 1000)
+        if self._callback_error is not None:
+            error, self._callback_error = self._callback_error, None
+            raise error
+        messages: list[Message] = []
+        positions = self._positions
+        for item in raw:
+            failure = item.error()
+            if failure is not None:
+                if failure.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if failure.fatal() or not failure.retriable():
+                    raise _error(failure)
+                log.warning("consumer error, continuing: %s", failure)
+                continue
+            kind, stamp = item.timestamp()
+            topic, partition, offset = item.topic(), item.partition(), item.offset()
+            messages.append(
+                Message(topic, partition, offset, item.key(), item.value(), stamp if kind else None, item.headers())
+            )
+        if messages:
+            for message in messages:
+                positions[TopicPartition(message.topic, message.partition)] = message.offset + 1
+        return messages
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return frozenset(_ours(self._consumer.assignment()))
+
+    def position(self, partition: TopicPartition) -> int:
+        if self._assigning is not None and partition in self._assigning:
+            return self._assigning[partition]
+        if partition in self._positions:
+            return self._positions[partition]
+        (found,) = self._consumer.position([RdTopicPartition(partition.topic, partition.partition)])
+        if found.offset == OFFSET_INVALID or found.offset < 0:
+            return self._initial_position(partition)
+        return int(found.offset)
+
+    def positions(self) -> dict[TopicPartition, int]:
+        return {tp: self.position(tp) for tp in self.assignment()}
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        if self._assigning is not None and partition in self._assigning:
+            self._assigning[partition] = offset
+            return
+        if partition not in self.assignment():
+            raise ConnectError(f"cannot seek {partition}: it is not assigned")
+        target = RdTopicPartition(partition.topic, partition.partition, offset)
+        try:
+            self._consumer.seek(target)
+        except KafkaException:
+            # not fetching yet: restart the partition's assignment at the offset (local, no rebalance)
+            self._consumer.incremental_unassign([RdTopicPartition(partition.topic, partition.partition)])
+            self._consumer.incremental_assign([target])
+        self._positions[partition] = offset
+
+    def pause(self, partitions: Collection[TopicPartition]) -> None:
+        if partitions:
+            self._consumer.pause(_rd(partitions))
+            self._paused.update(partitions)
+
+    def resume(self, partitions: Collection[TopicPartition]) -> None:
+        if partitions:
+            self._consumer.resume(_rd(partitions))
+            self._paused.difference_update(partitions)
+
+    def paused(self) -> frozenset[TopicPartition]:
+        return frozenset(self._paused)
+
+    # ---- commits ---------------------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        asynchronous: bool,
+        on_complete: CommitCallback | None = None,
+    ) -> None:
+        targets = [RdTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        if not asynchronous:
+            try:
+                results = self._consumer.commit(offsets=targets, asynchronous=False)
+            except KafkaException as error:
+                raise _error(error) from None
+            for result in results or ():
+                if result.error is not None:
+                    raise _error(result.error)
+            return
+        self._commits.append((dict(offsets), on_complete))
+        try:
+            self._consumer.commit(offsets=targets, asynchronous=True)
+        except KafkaException as error:
+            self._commits.pop()
+            raise _error(error) from None
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[RdTopicPartition]) -> None:
+        if not self._commits:
+            return
+        offsets, callback = self._commits.popleft()
+        failure = error or next((p.error for p in partitions if p.error is not None), None)
+        if callback is not None:
+            callback(None if failure is None else _error(failure), offsets)
+
+    def committed(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int | None]:
+        found = self._consumer.committed(_rd(partitions), timeout=30)
+        return {TopicPartition(p.topic, p.partition): (p.offset if p.offset >= 0 else None) for p in found}
+
+    def close(self) -> None:
+        self._listener = None
+        self._consumer.close()
+
+
+class KafkaAdmin:
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._admin = AdminClient(dict(config))
+
+    def create_topics(self, topics: Sequence[NewTopic]) -> None:
+        if not topics:
+            return
+        requests = [RdNewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.config)) for t in topics]
+        for name, future in self._admin.create_topics(requests, operation_timeout=30).items():
+            try:
+                future.result()
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise ConnectError(f"cannot create topic {name}: {error.args[0].str()}") from None
+
+    def list_topics(self) -> dict[str, int]:
+        metadata = self._admin.list_topics(timeout=30)
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        if not names:
+            return
+        for name, future in self._admin.delete_topics(list(names), operation_timeout=30).items():
+            try:
+                future.result()
+            except KafkaException as error:
+                raise ConnectError(f"cannot delete topic {name}: {error.args[0].str()}") from None

@@ -1,0 +1,171 @@
+"""The local Kafka broker: its pom and config text, and a real broker started from Maven Central jars."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import headwater.harness.broker as broker_module
+from headwater.harness.broker import (
+    KAFKA_VERSION,
+    BrokerUnavailable,
+    LocalKafkaBroker,
+    cluster_id,
+    fetch_jars,
+    free_ports,
+    pom_xml,
+    server_properties,
+)
+
+try:
+    import confluent_kafka
+except ImportError:  # the raw ApiVersions request below still proves a Kafka broker answers
+    confluent_kafka = None
+
+
+def test_pom_lists_the_broker_and_its_logging_backend_only() -> None:
+    pom = pom_xml("4.3.1")
+    assert "<artifactId>kafka_2.13</artifactId><version>4.3.1</version>" in pom
+    for artifact in ("log4j-api", "log4j-core", "log4j-slf4j-impl"):
+        assert f"<artifactId>{artifact}</artifactId>" in pom
+    assert "kafka-tools" not in pom and "connect-" not in pom and "reload4j" not in pom
+    assert "<includeScope>runtime</includeScope>" in pom
+
+
+def test_pom_for_kafka_3_uses_reload4j() -> None:
+    pom = pom_xml("3.9.2")
+    assert "<artifactId>kafka_2.13</artifactId><version>3.9.2</version>" in pom
+    assert "<artifactId>slf4j-reload4j</artifactId>" in pom and "log4j-core" not in pom
+
+
+def test_server_properties_use_a_static_voter_on_loopback(tmp_path: Path) -> None:
+    lines = server_properties(19092, 19093, tmp_path).splitlines()
+    props = dict(line.split("=", 1) for line in lines)
+    assert len(props) == len(lines)
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:19093"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19092"
+    assert props["log.dirs"] == str(tmp_path)
+    assert props["auto.create.topics.enable"] == "true"
+    assert props["log.cleaner.backoff.ms"] == "500"
+    assert props["offsets.topic.replication.factor"] == "1"
+    assert "controller.quorum.bootstrap.servers" not in props  # would need format --standalone
+
+
+def test_cluster_id_has_the_random_uuid_shape() -> None:
+    ids = {cluster_id() for _ in range(10)}
+    assert len(ids) == 10
+    assert all(len(value) == 22 and "=" not in value for value in ids)
+
+
+def test_missing_tools_are_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BrokerUnavailable, match="apt-get install") as raised:
+        fetch_jars(tmp_path / "cache")
+    assert raised.value.missing_tools == ("java", "mvn")
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[LocalKafkaBroker]:
+    try:
+        jars = fetch_jars(kafka_version=KAFKA_VERSION)
+    except BrokerUnavailable as exc:
+        if exc.missing_tools:
+            pytest.skip(str(exc))
+        raise
+    with LocalKafkaBroker(jars) as started:
+        yield started
+
+
+def _api_versions(bootstrap_servers: str) -> int:
+    """Send a raw ApiVersions v0 request; the error code of the response (0 from a healthy broker)."""
+    host, port = bootstrap_servers.rsplit(":", 1)
+    client_id = b"headwater-test"
+    body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        correlation_id, error_code = struct.unpack(">ih", _read(sock, size)[:6])
+    assert correlation_id == 7
+    return int(error_code)
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data
+
+
+@pytest.mark.kafka
+def test_broker_answers_api_versions(broker: LocalKafkaBroker) -> None:
+    assert broker.running
+    assert broker.bootstrap_servers == f"127.0.0.1:{broker.port}"
+    assert _api_versions(broker.bootstrap_servers) == 0
+
+
+@pytest.mark.kafka
+@pytest.mark.skipif(confluent_kafka is None, reason="pip install confluent-kafka to produce and consume")
+def test_produce_and_consume_one_record(broker: LocalKafkaBroker) -> None:
+    assert confluent_kafka is not None
+    topic = f"test-broker-{uuid.uuid4().hex[:8]}"
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(topic, key=b"k", value=b"hello")
+    assert producer.flush(30) == 0
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        message = None
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error():
+                pytest.fail(f"consume error: {message.error()}")
+    finally:
+        consumer.close()
+    assert message is not None, "no record within 60 s"
+    assert (message.key(), message.value()) == (b"k", b"hello")
+
+
+@pytest.mark.kafka
+def test_stop_ends_the_process_and_removes_the_data_dir(broker: LocalKafkaBroker) -> None:
+    with LocalKafkaBroker(broker.jars_dir) as second:
+        pid, data_dir = second.pid, second.data_dir
+        assert pid is not None and second.running and (data_dir / "server.properties").exists()
+        assert _api_versions(second.bootstrap_servers) == 0
+        assert "running" in repr(second)
+    assert not second.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not data_dir.exists()
+    assert "stopped" in repr(second)
+
+
+@pytest.mark.kafka
+def test_a_failed_start_reports_the_broker_log(broker: LocalKafkaBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # the controller port, so the broker cannot bind it
+        ports = [*free_ports(1), taken.getsockname()[1]]
+        monkeypatch.setattr(broker_module, "free_ports", lambda count: ports)
+        failing = LocalKafkaBroker(broker.jars_dir)
+        with pytest.raises(BrokerUnavailable, match="Address already in use") as raised:
+            failing.start(timeout_s=60)
+    assert raised.value.missing_tools == ()
+    assert failing.pid is not None and not failing.running
+    assert not failing.data_dir.exists()
