@@ -10,6 +10,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafkaBroker
 
@@ -18,6 +19,7 @@ log = logging.getLogger(__name__)
 BOOTSTRAP_ENV = "HEADWATER_KAFKA_BOOTSTRAP"
 DOCKER_IMAGE_ENV = "HEADWATER_KAFKA_IMAGE"
 DEFAULT_DOCKER_IMAGE = "confluentinc/cp-kafka:7.6.0"
+DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock"
 
 
 @dataclass
@@ -31,7 +33,10 @@ class Cluster:
 
 
 def docker_answers() -> bool:
-    """Whether the ``docker`` package is installed and a Docker engine answers a ping."""
+    """Whether the ``docker`` package is installed and a Docker engine answers a ping (not asked at all when
+    neither ``DOCKER_HOST`` nor the default socket exists)."""
+    if not os.environ.get("DOCKER_HOST") and not Path(DEFAULT_DOCKER_SOCKET).exists():
+        return False
     try:
         import docker  # type: ignore[import-untyped]
     except ImportError:
@@ -47,7 +52,7 @@ def docker_answers() -> bool:
 
 
 def _testcontainers() -> Cluster:
-    from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
+    from testcontainers.community.kafka import KafkaContainer
 
     container = KafkaContainer(os.environ.get(DOCKER_IMAGE_ENV, DEFAULT_DOCKER_IMAGE)).with_kraft()
     container.start()

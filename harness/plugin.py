@@ -13,6 +13,7 @@ import pytest
 
 from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, Cluster, find_cluster
+from headwater.harness.kafka_worker import KafkaSteppedWorker
 from headwater.harness.monitorable import HANDLES, RuntimeHandles
 from headwater.harness.simulated import SimulatedWorker
 
@@ -82,6 +83,30 @@ def make_simulated_worker(runtime_handles: RuntimeHandles) -> Iterator[Callable[
 
     def make(config: dict[str, Any] | None = None, **options: Any) -> SimulatedWorker:
         worker = SimulatedWorker(config, **options)
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        worker.close()
+
+
+@pytest.fixture(params=["simulated", pytest.param("kafka", marks=pytest.mark.kafka)])
+def make_worker(
+    request: pytest.FixtureRequest, runtime_handles: RuntimeHandles
+) -> Iterator[Callable[..., SimulatedWorker]]:
+    """Like ``make_simulated_worker``, once per backend: the in-memory transport, then a real Kafka broker (the
+    same loops stepped on the same virtual clock, see :mod:`headwater.harness.kafka_worker`). A test using it
+    shows its guarantee on both."""
+    made: list[SimulatedWorker] = []
+    bootstrap = request.getfixturevalue("kafka_bootstrap") if request.param == "kafka" else None
+
+    def make(config: dict[str, Any] | None = None, **options: Any) -> SimulatedWorker:
+        worker = (
+            SimulatedWorker(config, **options)
+            if bootstrap is None
+            else KafkaSteppedWorker(bootstrap, config, **options)
+        )
         made.append(worker)
         return worker
 

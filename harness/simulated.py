@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 from headwater.harness.recorder import HookRecorder
 from headwater.runtime.clock import VirtualClock
@@ -14,7 +14,7 @@ from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
-from headwater.runtime.transport.base import Message
+from headwater.runtime.transport.base import Message, Producer, Transport
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
 from headwater.sdk.connector import Connector
@@ -29,6 +29,18 @@ SIMULATED_DEFAULTS: dict[str, Any] = {
 """Worker config the simulated worker starts from: schemaless JSON keys and values."""
 
 
+class BrokerView(Protocol):
+    """What a worker's tests read back from the cluster its transport talks to (the in-memory broker is one)."""
+
+    def topics(self) -> list[str]: ...
+
+    def messages(self, topic: str) -> list[Message]: ...
+
+    def committed(self, group: str) -> Mapping[TopicPartition, int]: ...
+
+    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None: ...
+
+
 class SimulatedWorker:
     """One standalone worker in memory. ``tick_ms`` is the virtual time between two passes of the task loops."""
 
@@ -39,16 +51,20 @@ class SimulatedWorker:
         tick_ms: int = 10,
         partitions: int = 1,
         plugins: Sequence[object] = (),
-        broker: MemoryBroker | None = None,
+        broker: MemoryBroker | BrokerView | None = None,
         offset_store: MemoryOffsetStore | None = None,
         clock: VirtualClock | None = None,
+        transport: Transport | None = None,
     ) -> None:
+        """``transport`` replaces the in-memory one (then ``broker`` is whatever reads that cluster back: topics,
+        messages, committed group offsets)."""
         if tick_ms <= 0:
             raise ValueError(f"tick_ms must be positive, got {tick_ms}")
         self.tick_ms = tick_ms
         self.clock = clock or VirtualClock()
-        self.broker = broker or MemoryBroker(default_partitions=partitions)
-        self.transport = MemoryTransport(self.broker)
+        self.partitions = partitions
+        self.broker: Any = broker or MemoryBroker(default_partitions=partitions)
+        self.transport: Transport = transport or MemoryTransport(cast(MemoryBroker, self.broker))
         self.offset_store = offset_store or MemoryOffsetStore()
         self.recorder = HookRecorder(self._owner_of)
         worker_config = {**SIMULATED_DEFAULTS, **(config or {})}
@@ -61,6 +77,7 @@ class SimulatedWorker:
             plugins=[self.recorder, *plugins],
         )
         self.herder = StandaloneHerder(self.worker)
+        self._producer: Producer | None = None
         self.closed = False
 
     # ---- managing connectors ---------------------------------------------------------------------------------
@@ -148,11 +165,16 @@ class SimulatedWorker:
         headers: Sequence[tuple[str, bytes | None]] | None = None,
     ) -> None:
         """Write one record into the in-memory broker; non-bytes keys and values are written as JSON."""
-        producer = self.transport.producer({})
-        producer.produce(
+        if self._producer is None:
+            self._producer = self.transport.producer({})
+        self._producer.produce(
             topic, _encode(value), _encode(key), partition, self.clock.now_ms(), list(headers) if headers else None
         )
-        producer.flush(0)
+        self._producer.flush(30_000)
+
+    def create_topic(self, name: str, partitions: int | None = None) -> None:
+        """Create ``name`` with ``partitions`` (the worker's default number when not given)."""
+        self.broker.create_topic(name, partitions or self.partitions)
 
     def messages(self, topic: str) -> list[Message]:
         """Every record of ``topic`` (partitions in order); none for a topic that does not exist."""
@@ -211,6 +233,8 @@ class SimulatedWorker:
         if not self.closed:
             self.closed = True
             self.herder.stop()
+            if self._producer is not None:
+                self._producer.close()
 
     def __enter__(self) -> SimulatedWorker:
         return self

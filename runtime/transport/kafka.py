@@ -244,7 +244,7 @@ class KafkaConsumer:
             kind, stamp = item.timestamp()
             topic, partition, offset = item.topic(), item.partition(), item.offset()
             messages.append(
-                Message(topic, partition, offset, item.key(), item.value(), stamp if kind else None, item.headers())
+                Message(topic, partition, offset, item.key(), item.value(), stamp if kind else None, item.headers() or ())
             )
         if messages:
             for message in messages:

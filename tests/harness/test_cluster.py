@@ -1,0 +1,45 @@
+"""Which cluster the real-broker tests get: given servers first, then a container, then the local jars."""
+
+from __future__ import annotations
+
+import pytest
+
+import headwater.harness.cluster as cluster_module
+from headwater.harness.broker import BrokerUnavailable
+from headwater.harness.cluster import BOOTSTRAP_ENV, find_cluster
+
+
+def test_given_servers_win_and_nothing_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_module, "docker_answers", lambda: pytest.fail("docker must not be asked"))
+    assert find_cluster("10.0.0.1:9092").bootstrap_servers == "10.0.0.1:9092"
+    monkeypatch.setenv(BOOTSTRAP_ENV, "10.0.0.2:9092")
+    found = find_cluster()
+    assert (found.bootstrap_servers, found.source) == ("10.0.0.2:9092", "external")
+
+
+def test_without_docker_the_local_jars_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    monkeypatch.setattr(cluster_module, "docker_answers", lambda: False)
+    started = cluster_module.Cluster("127.0.0.1:1", "local jars")
+    monkeypatch.setattr(cluster_module, "_local_jars", lambda: started)
+    assert find_cluster() is started
+
+
+def test_when_nothing_works_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    monkeypatch.setattr(cluster_module, "docker_answers", lambda: False)
+
+    def no_java() -> cluster_module.Cluster:
+        raise BrokerUnavailable("java not found")
+
+    monkeypatch.setattr(cluster_module, "_local_jars", no_java)
+    with pytest.raises(BrokerUnavailable) as raised:
+        find_cluster()
+    message = str(raised.value)
+    assert "no Docker engine answers" in message and "java not found" in message
+    assert BOOTSTRAP_ENV in message and "maven" in message
+
+
+def test_no_docker_engine_here_is_detected_without_error() -> None:
+    # There is no Docker engine on the build machines; where one exists this only has to return a bool.
+    assert isinstance(cluster_module.docker_answers(), bool)
