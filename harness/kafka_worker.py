@@ -11,12 +11,14 @@ sink after real network time, so tests on sinks wait with ``run_until`` rather t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._resource import ResourceType
 
 from headwater.harness.simulated import SimulatedWorker
 from headwater.runtime.tasks.source import WorkerSourceTask
@@ -34,8 +36,15 @@ class KafkaInspector:
         self.bootstrap_servers = bootstrap_servers
         self.admin = AdminClient({"bootstrap.servers": bootstrap_servers})
 
-    def topics(self) -> list[str]:
-        return [name for name in self.admin.list_topics(timeout=TIMEOUT_S).topics if not name.startswith("__")]
+    def topics(self) -> dict[str, int]:
+        """Every topic but the broker's own, with its number of partitions."""
+        found = self.admin.list_topics(timeout=TIMEOUT_S).topics
+        return {name: len(t.partitions) for name, t in found.items() if not name.startswith("__")}
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        entries = self.admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+        return {name: entry.value for name, entry in entries.items() if entry.value is not None}
 
     def partitions(self, topic: str) -> list[int]:
         found = self.admin.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
@@ -158,9 +167,3 @@ class KafkaSteppedWorker(SimulatedWorker):
             if isinstance(task, WorkerSourceTask) and isinstance(task.producer, KafkaProducer):
                 task.producer.flush(TIMEOUT_S * 1000)
         return progressed
-
-    def create_topic(self, name: str, partitions: int | None = None) -> None:
-        self.inspector.create_topic(name, partitions or self.partitions)
-
-    def partitions_of(self, topic: str) -> Collection[int]:
-        return self.inspector.partitions(topic)

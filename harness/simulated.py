@@ -32,7 +32,9 @@ SIMULATED_DEFAULTS: dict[str, Any] = {
 class BrokerView(Protocol):
     """What a worker's tests read back from the cluster its transport talks to (the in-memory broker is one)."""
 
-    def topics(self) -> list[str]: ...
+    def topics(self) -> Mapping[str, int]: ...
+
+    def topic_config(self, topic: str) -> Mapping[str, str]: ...
 
     def messages(self, topic: str) -> list[Message]: ...
 
@@ -175,6 +177,13 @@ class SimulatedWorker:
     def create_topic(self, name: str, partitions: int | None = None) -> None:
         """Create ``name`` with ``partitions`` (the worker's default number when not given)."""
         self.broker.create_topic(name, partitions or self.partitions)
+
+    def partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has; 0 when it does not exist."""
+        return int(self.broker.topics().get(topic, 0))
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        return dict(self.broker.topic_config(topic))
 
     def messages(self, topic: str) -> list[Message]:
         """Every record of ``topic`` (partitions in order); none for a topic that does not exist."""

@@ -51,6 +51,22 @@ WORKER_CONFIG = (
         non_empty_string,
     )
     .define(
+        "heartbeat.records.topic.partitions",
+        Type.INT,
+        1,
+        Importance.LOW,
+        "Partitions of a heartbeat topic the worker creates (it is created, compacted, when missing).",
+        at_least(1),
+    )
+    .define(
+        "heartbeat.records.topic.replication.factor",
+        Type.INT,
+        -1,
+        Importance.LOW,
+        "Replication factor of a heartbeat topic the worker creates; -1 takes the broker's default.",
+        at_least(-1),
+    )
+    .define(
         "key.converter",
         Type.CLASS,
         "json",
@@ -72,6 +88,14 @@ WORKER_CONFIG = (
         Importance.LOW,
         "How long to wait for a task to stop before it is cancelled.",
         at_least(0),
+    )
+    .define(
+        "offset.storage.file.filename",
+        Type.STRING,
+        "/tmp/connect.offsets",
+        Importance.HIGH,
+        "File a standalone worker stores source offsets in.",
+        non_empty_string,
     )
     .define(
         "consumer.max.poll.records",

@@ -24,7 +24,7 @@ from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import StoreOffsetReader, WorkerSourceTask
-from headwater.runtime.transport.base import Transport
+from headwater.runtime.transport.base import NewTopic, Transport
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import Clock, ConnectorContext
@@ -113,6 +113,7 @@ class Worker:
         self.connectors: dict[str, WorkerConnector] = {}
         self.tasks: dict[TaskId, WorkerTask] = {}
         self._threads: dict[TaskId, threading.Thread] = {}
+        self._heartbeat_topics: set[str] = set()
         self.cancelled: list[TaskId] = []
         """Tasks that outlived the graceful timeout: no final commit, and their stop hook may never run."""
 
@@ -183,6 +184,8 @@ class Worker:
         else:
             assert isinstance(connector.instance, SourceConnector)
             assert isinstance(task, SourceTask), f"{task_class} is not a SourceTask"
+            if settings.heartbeat_interval_ms > 0:
+                self._ensure_heartbeat_topic(settings.heartbeat_topic)
             producer = self.transport.producer(self._client_config(connector, "producer"))
             worker_task = WorkerSourceTask(
                 id, task, task_config, settings, producer, self.offset_store, self.clock, listener, self.plugins
@@ -197,6 +200,16 @@ class Worker:
         else:
             worker_task.start()
         return worker_task
+
+    def _ensure_heartbeat_topic(self, topic: str) -> None:
+        """Create a heartbeat topic once per worker, compacted (the latest heartbeat per source partition is what
+        matters), like Connect creates its internal topics; an existing topic is left as it is."""
+        if topic in self._heartbeat_topics:
+            return
+        partitions = int(self.config["heartbeat.records.topic.partitions"])
+        replication = int(self.config["heartbeat.records.topic.replication.factor"])
+        self.transport.admin().create_topics([NewTopic(topic, partitions, replication, {"cleanup.policy": "compact"})])
+        self._heartbeat_topics.add(topic)
 
     def stop_tasks(self, ids: list[TaskId], connector_deleted: bool = False) -> None:
         """Stop tasks and wait for them: each finishes its pass, commits, closes and gets the ``stop`` hook."""

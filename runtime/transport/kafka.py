@@ -244,7 +244,9 @@ class KafkaConsumer:
             kind, stamp = item.timestamp()
             topic, partition, offset = item.topic(), item.partition(), item.offset()
             messages.append(
-                Message(topic, partition, offset, item.key(), item.value(), stamp if kind else None, item.headers() or ())
+                Message(
+                    topic, partition, offset, item.key(), item.value(), stamp if kind else None, item.headers() or ()
+                )
             )
         if messages:
             for message in messages:

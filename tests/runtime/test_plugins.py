@@ -55,8 +55,11 @@ def test_resolve_connector_class_accepts(spec: str | type[Connector], expected: 
 @pytest.mark.parametrize(
     ("spec", "reason"),
     [
-        ("no-such-connector", "installed connectors: monitorable-sink, monitorable-source"),
-        ("OrderLogSourc", "installed connectors: monitorable-sink, monitorable-source"),
+        (
+            "no-such-connector",
+            "installed connectors: discard-sink, monitorable-sink, monitorable-source, sequence-source",
+        ),
+        ("OrderLogSourc", "installed connectors: discard-sink, monitorable-sink, monitorable-source, sequence-source"),
         ("headwater.runtime.worker:Worker", "not a Connector"),
         ("headwater.runtime.worker.Worker", "not a Connector"),
         (Worker, "not a Connector"),

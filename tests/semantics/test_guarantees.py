@@ -187,3 +187,13 @@ def test_delete_tells_tasks_then_connector_and_plain_stop_does_not(
 
     assert stops(names["src"]) == [(0, True), (None, True)], "tasks learn of the delete before their connector"
     assert stops(kept) == [(0, False), (None, False)], "a plain stop says the connector was not deleted"
+
+
+def test_worker_creates_a_missing_heartbeat_topic_compacted(make_worker: Make, names: dict[str, str]) -> None:
+    worker = make_worker({"heartbeat.interval.ms": 1000, "heartbeat.records.topic.partitions": 2})
+    source(worker, names, **{"messages.per.poll": 0})
+    assert names["beats"] in worker.broker.topics(), "created when the task starts, before any heartbeat"
+    worker.advance(1000)
+    assert worker.messages(names["beats"])
+    assert worker.topic_config(names["beats"]).get("cleanup.policy") == "compact"
+    assert worker.partition_count(names["beats"]) == 2
