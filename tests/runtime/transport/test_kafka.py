@@ -1,0 +1,196 @@
+"""The confluent-kafka transport on a real broker: acknowledgements, Java-compatible partitioning, rebalances wired
+to the listener, seeks during assignment, pause, commits and the admin client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterator
+from functools import partial
+
+import pytest
+
+from headwater.runtime.transport.base import Message, NewTopic, RecordMetadata
+from headwater.runtime.transport.kafka import KafkaConsumer, KafkaTransport
+from headwater.runtime.transport.memory import key_partition
+from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
+from headwater.sdk.records import TopicPartition
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def transport(kafka_bootstrap: str) -> KafkaTransport:
+    return KafkaTransport(kafka_bootstrap, {"topic.metadata.refresh.interval.ms": 1000})
+
+
+@pytest.fixture
+def topic(transport: KafkaTransport, unique_name: str) -> str:
+    transport.admin().create_topics([NewTopic(unique_name, 3, 1)])
+    return unique_name
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, list[TopicPartition]]] = []
+        self.on_assign: Callable[[Collection[TopicPartition]], None] | None = None
+
+    def on_partitions_assigned(self, partitions: Collection[TopicPartition]) -> None:
+        self.events.append(("assigned", sorted(partitions)))
+        if self.on_assign is not None:
+            self.on_assign(partitions)
+
+    def on_partitions_revoked(self, partitions: Collection[TopicPartition]) -> None:
+        self.events.append(("revoked", sorted(partitions)))
+
+    def on_partitions_lost(self, partitions: Collection[TopicPartition]) -> None:
+        self.events.append(("lost", sorted(partitions)))
+
+
+def produce(transport: KafkaTransport, topic: str, count: int, keyed: bool = False) -> list[RecordMetadata]:
+    """``count`` records (to partition 0 unless ``keyed``); the metadata of each, in produce order."""
+    producer = transport.producer({})
+    acks: dict[int, RecordMetadata] = {}
+
+    def ack(i: int, error: Exception | None, metadata: RecordMetadata | None) -> None:
+        assert error is None and metadata is not None
+        acks[i] = metadata
+
+    for i in range(count):
+        key, partition = (b"k%d" % i, None) if keyed else (None, 0)
+        producer.produce(topic, b"v%d" % i, key, partition, None, None, partial(ack, i))
+    assert producer.flush(30_000) == 0
+    producer.close()
+    return [acks[i] for i in range(count)]
+
+
+def poll_until(
+    consumers: list[KafkaConsumer], done: Callable[[list[Message]], bool], timeout_s: float = 30
+) -> list[Message]:
+    """Poll every consumer until ``done(messages so far)``; return the messages."""
+    got: list[Message] = []
+    deadline = time.monotonic() + timeout_s
+    while not done(got):
+        assert time.monotonic() < deadline, "timed out"
+        for consumer in consumers:
+            got += consumer.poll(500, 50)
+    return got
+
+
+@pytest.fixture
+def consumers(transport: KafkaTransport) -> Iterator[list[KafkaConsumer]]:
+    made: list[KafkaConsumer] = []
+    yield made
+    for consumer in made:
+        consumer.close()
+
+
+def test_delivery_callbacks_carry_where_each_record_landed(transport: KafkaTransport, topic: str) -> None:
+    acks = produce(transport, topic, 5)
+    assert [(m.topic, m.partition, m.offset) for m in acks] == [(topic, 0, i) for i in range(5)]
+
+
+def test_keyed_records_land_where_the_java_partitioner_puts_them(transport: KafkaTransport, topic: str) -> None:
+    acks = produce(transport, topic, 30, keyed=True)
+    assert [m.partition for m in acks] == [key_partition(b"k%d" % i, 3) for i in range(30)]
+    assert len({m.partition for m in acks}) == 3
+
+
+def test_group_consumer_assigns_reads_and_commits(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer], unique_name: str
+) -> None:
+    produce(transport, topic, 6)
+    listener = Listener()
+    consumer = transport.consumer(unique_name, {})
+    consumers.append(consumer)
+    consumer.subscribe([topic], listener)
+    got = poll_until(consumers, lambda got: len(got) >= 6)
+    assert [m.value for m in got] == [b"v%d" % i for i in range(6)]
+    assert listener.events[0] == ("assigned", [TopicPartition(topic, p) for p in range(3)])
+    tp0 = TopicPartition(topic, 0)
+    assert consumer.positions()[tp0] == 6
+    done: list[tuple[Exception | None, dict[TopicPartition, int]]] = []
+    consumer.commit({tp0: 4}, True, lambda error, offsets: done.append((error, dict(offsets))))
+    poll_until(consumers, lambda _: bool(done))
+    assert done == [(None, {tp0: 4})]
+    assert consumer.committed([tp0]) == {tp0: 4}
+
+
+def test_a_new_member_starts_from_the_committed_offset_and_a_seek_in_assign_wins(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer], unique_name: str
+) -> None:
+    produce(transport, topic, 6)
+    tp0 = TopicPartition(topic, 0)
+    first = transport.consumer(unique_name, {})
+    first.assign([tp0])
+    first.commit({tp0: 3}, False)
+    first.close()
+    listener = Listener()
+    consumer = transport.consumer(unique_name, {})
+    consumers.append(consumer)
+    consumer.subscribe([topic], listener)
+    got = poll_until(consumers, lambda got: len(got) >= 3)
+    assert [m.offset for m in got] == [3, 4, 5]
+    rewound = Listener()
+    rewound.on_assign = lambda partitions: again.seek(tp0, 1)
+    again = transport.consumer(f"{unique_name}-b", {})
+    consumers.append(again)
+    again.subscribe([topic], rewound)
+    seen = poll_until([again], lambda got: len(got) >= 5)
+    assert [m.offset for m in seen] == [1, 2, 3, 4, 5]
+
+
+def test_cooperative_rebalance_moves_some_partitions_and_revokes_only_those(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer], unique_name: str
+) -> None:
+    one, two = Listener(), Listener()
+    first = transport.consumer(unique_name, {})
+    consumers.append(first)
+    first.subscribe([topic], one)
+    poll_until(consumers, lambda _: len(first.assignment()) == 3)
+    second = transport.consumer(unique_name, {})
+    consumers.append(second)
+    second.subscribe([topic], two)
+    poll_until(consumers, lambda _: len(first.assignment() | second.assignment()) == 3 and bool(second.assignment()))
+    revoked = [tps for kind, tps in one.events if kind == "revoked"]
+    assert revoked and set(revoked[0]) == set(second.assignment()), "only what moved is revoked"
+    assert not any(kind == "lost" for kind, _ in one.events)
+
+
+def test_paused_partitions_are_not_fetched_until_resumed(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer], unique_name: str
+) -> None:
+    consumer = transport.consumer(unique_name, {})
+    consumers.append(consumer)
+    consumer.subscribe([topic], Listener())
+    poll_until(consumers, lambda _: len(consumer.assignment()) == 3)
+    consumer.pause(consumer.assignment())
+    assert consumer.paused() == consumer.assignment()
+    produce(transport, topic, 3)
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        assert consumer.poll(500, 50) == []
+    consumer.resume(consumer.assignment())
+    assert len(poll_until(consumers, lambda got: len(got) >= 3)) == 3
+
+
+def test_a_full_producer_queue_is_a_retriable_error(transport: KafkaTransport, topic: str) -> None:
+    producer = transport.producer({"queue.buffering.max.messages": 1, "linger.ms": 1000})
+    producer.produce(topic, b"first", None, 0)
+    with pytest.raises(RetriableError, match="queue is full"):
+        producer.produce(topic, b"second", None, 0)
+    producer.close()
+
+
+def test_admin_creates_compacted_topics_and_lists_them(transport: KafkaTransport, unique_name: str) -> None:
+    admin = transport.admin()
+    admin.create_topics([NewTopic(unique_name, 2, 1, {"cleanup.policy": "compact"})])
+    admin.create_topics([NewTopic(unique_name, 5, 1)])  # exists: left as it is
+    assert admin.list_topics()[unique_name] == 2
+    admin.delete_topics([unique_name])
+    with pytest.raises(ConnectError, match=unique_name):
+        admin.delete_topics([unique_name])
+
+
+def test_bootstrap_servers_are_required() -> None:
+    with pytest.raises(ConfigError, match=r"bootstrap\.servers"):
+        KafkaTransport("")
