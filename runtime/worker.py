@@ -169,7 +169,28 @@ class Worker:
 
     # ---- tasks -----------------------------------------------------------------------------------------------
 
-    def start_task(self, id: TaskId, task_config: Mapping[str, str], paused: bool = False) -> WorkerTask:
+    def start_task(self, id: TaskId, task_config: Mapping[str, str], paused: bool = False) -> WorkerTask | None:
+        """Create and start one task; ``None`` when it could not be created (bad client settings, a task class that
+        cannot be made, a heartbeat topic that cannot be created), in which case it is reported FAILED, as Connect
+        does, rather than raised to the herder."""
+        try:
+            worker_task = self._create_task(id, task_config)
+        except Exception as error:
+            log.error("task %s could not be created: %s", id, error)
+            self._task_listener(id, State.FAILED, "".join(traceback.format_exception(error)))
+            return None
+        if paused:
+            worker_task.pause()
+        self.tasks[id] = worker_task
+        if self.threaded:
+            thread = threading.Thread(target=worker_task.execute, name=f"task-{id}", daemon=True)
+            self._threads[id] = thread
+            thread.start()
+        else:
+            worker_task.start()
+        return worker_task
+
+    def _create_task(self, id: TaskId, task_config: Mapping[str, str]) -> WorkerTask:
         connector = self.connectors[id.connector]
         task_class = connector.instance.task_class()
         task = task_class()
@@ -190,15 +211,6 @@ class Worker:
             worker_task = WorkerSourceTask(
                 id, task, task_config, settings, producer, self.offset_store, self.clock, listener, self.plugins
             )
-        if paused:
-            worker_task.pause()
-        self.tasks[id] = worker_task
-        if self.threaded:
-            thread = threading.Thread(target=worker_task.execute, name=f"task-{id}", daemon=True)
-            self._threads[id] = thread
-            thread.start()
-        else:
-            worker_task.start()
         return worker_task
 
     def _ensure_heartbeat_topic(self, topic: str) -> None:

@@ -242,3 +242,20 @@ def test_task_whose_start_raises_is_failed_and_still_stopped(
     worker.advance(100)
     assert worker.values("t") == []
     assert runtime_handles.task("bad").names() == ["start", "stop"]
+
+
+class UnmakeableTask(MonitorableSourceTask):
+    def __init__(self) -> None:
+        raise RuntimeError("no client for you")
+
+
+class UnmakeableConnector(MonitorableSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return UnmakeableTask
+
+
+def test_a_task_that_cannot_be_created_is_failed_not_raised(simulated_worker: SimulatedWorker) -> None:
+    simulated_worker.add_connector("bad", UnmakeableConnector, {"topic": "t"})
+    assert simulated_worker.task_state("bad") is State.FAILED
+    assert simulated_worker.herder.connector_state("bad") is State.RUNNING
+    assert "no client for you" in (simulated_worker.herder.statuses[("bad", 0)][1] or "")
