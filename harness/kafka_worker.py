@@ -47,7 +47,8 @@ class KafkaInspector:
         return {name: entry.value for name, entry in entries.items() if entry.value is not None}
 
     def partitions(self, topic: str) -> list[int]:
-        found = self.admin.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
+        # not list_topics(topic): a metadata request naming a missing topic creates it on brokers that auto-create
+        found = self.admin.list_topics(timeout=TIMEOUT_S).topics.get(topic)
         return [] if found is None or found.error is not None else sorted(found.partitions)
 
     def messages(self, topic: str) -> list[Message]:

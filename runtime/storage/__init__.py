@@ -1,5 +1,10 @@
-"""Stores of the worker's state: source offsets."""
+"""Stores of the worker's state: source offsets, connector configs and statuses, each in memory and in Kafka."""
 
+from headwater.runtime.storage.configs import TARGET_STATES, ConfigStore, ConfigView, MemoryConfigStore
+from headwater.runtime.storage.kafka_configs import KafkaConfigStore
+from headwater.runtime.storage.kafka_log import KafkaBasedLog
+from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
+from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.storage.offsets import (
     FileOffsetStore,
     MemoryOffsetStore,
@@ -9,12 +14,27 @@ from headwater.runtime.storage.offsets import (
     offset_value,
     parse_offset_key,
 )
+from headwater.runtime.storage.status import STATES, MemoryStatusStore, Status, StatusStore, StatusView, TopicStatus
 
 __all__ = [
+    "STATES",
+    "TARGET_STATES",
+    "ConfigStore",
+    "ConfigView",
     "FileOffsetStore",
+    "KafkaBasedLog",
+    "KafkaConfigStore",
+    "KafkaOffsetStore",
+    "KafkaStatusStore",
+    "MemoryConfigStore",
     "MemoryOffsetStore",
+    "MemoryStatusStore",
     "OffsetStore",
     "PartitionOffset",
+    "Status",
+    "StatusStore",
+    "StatusView",
+    "TopicStatus",
     "offset_key",
     "offset_value",
     "parse_offset_key",

@@ -3,21 +3,29 @@
 import json
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as RdTopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 import headwater.runtime.storage as storage
 from headwater.runtime.storage import (
     FileOffsetStore,
+    KafkaOffsetStore,
     MemoryOffsetStore,
     OffsetStore,
     offset_key,
     offset_value,
     parse_offset_key,
 )
+from headwater.runtime.transport.memory import key_partition
 from headwater.sdk.errors import ConnectError
 
 A = {"filename": "a.txt"}
@@ -31,9 +39,13 @@ def make_store(kind: str, tmp_path: Path) -> OffsetStore:
     return FileOffsetStore(tmp_path / "offsets.json")
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", pytest.param("kafka", marks=pytest.mark.kafka)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OffsetStore]:
-    offset_store = make_store(request.param, tmp_path)
+    if request.param == "kafka":
+        bootstrap, topic = request.getfixturevalue("kafka_bootstrap"), request.getfixturevalue("unique_name")
+        offset_store: OffsetStore = KafkaOffsetStore(bootstrap, topic, partitions=3, timeout_ms=TIMEOUT_MS)
+    else:
+        offset_store = make_store(request.param, tmp_path)
     offset_store.start()
     yield offset_store
     offset_store.stop()
@@ -362,3 +374,162 @@ def test_package_exports() -> None:
     names |= {"offset_key", "offset_value", "parse_offset_key"}
     assert names <= set(storage.__all__)
     assert all(hasattr(storage, name) for name in storage.__all__)
+
+
+# ---- the Kafka store ---------------------------------------------------------------------------------------------
+
+
+def raw_records(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Every record of a topic as (partition, key, value), partition by partition, read by a plain consumer."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader", "enable.auto.commit": False})
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = [consumer.get_watermark_offsets(RdTopicPartition(topic, p), timeout=10)[1] for p in partitions]
+        consumer.assign([RdTopicPartition(topic, p, 0) for p in partitions])
+        found: list[tuple[int, int, bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + 10
+        while len(found) < sum(ends):
+            assert time.monotonic() < deadline, f"read {len(found)} of {sum(ends)} records"
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                found.append((message.partition(), message.offset(), message.key(), message.value()))  # type: ignore[arg-type]
+        return [(partition, key, value) for partition, _, key, value in sorted(found, key=lambda r: r[:2])]
+    finally:
+        consumer.close()
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    for key, value in records:
+        producer.produce(topic, value, key)
+    assert producer.flush(10) == 0
+
+
+@pytest.fixture
+def kafka_stores(kafka_bootstrap: str, unique_name: str) -> Iterator[Callable[..., KafkaOffsetStore]]:
+    """Makes Kafka offset stores on this test's topic (3 partitions), started; all stopped after the test."""
+    made: list[KafkaOffsetStore] = []
+
+    def make(start: bool = True, **options: Any) -> KafkaOffsetStore:
+        kafka = KafkaOffsetStore(kafka_bootstrap, unique_name, **{"partitions": 3, "timeout_ms": TIMEOUT_MS, **options})
+        made.append(kafka)
+        if start:
+            kafka.start()
+        return kafka
+
+    yield make
+    for kafka in made:
+        kafka.stop()
+
+
+@pytest.mark.kafka
+def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(
+    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str
+) -> None:
+    kafka = kafka_stores()
+    kafka.set("conn", [(A, {"position": 1}), ({"f": "ü", "n": 1}, {"position": 2.5})], TIMEOUT_MS)
+    kafka.set("conn", [(A, None)], TIMEOUT_MS)
+    kafka.set("other", [(None, {"position": 3})], TIMEOUT_MS)
+    kafka.delete_connector("conn")
+    written = [
+        (b'["conn",{"filename":"a.txt"}]', b'{"position":1}'),
+        ('["conn",{"f":"ü","n":1}]'.encode(), b'{"position":2.5}'),
+        (b'["conn",{"filename":"a.txt"}]', None),
+        (b'["other",null]', b'{"position":3}'),
+        ('["conn",{"f":"ü","n":1}]'.encode(), None),
+    ]
+    expected = sorted(((key_partition(key, 3), key, value) for key, value in written), key=lambda r: r[0])
+    assert raw_records(kafka_bootstrap, unique_name) == expected
+    assert len({partition for partition, _, _ in expected}) > 1, "the keys cover more than one partition"
+
+
+@pytest.mark.kafka
+def test_kafka_second_store_sees_what_the_first_wrote(kafka_stores: Callable[..., KafkaOffsetStore]) -> None:
+    first = kafka_stores()
+    first.set("conn", [(A, {"position": 1}), (B, {"position": 2})], TIMEOUT_MS)
+    second = kafka_stores()
+    assert second.get("conn", [A, B]) == [(A, {"position": 1}), (B, {"position": 2})]
+    first.set("conn", [(A, {"position": 10}), (B, None)], TIMEOUT_MS)
+    second.refresh()
+    assert second.get("conn", [A, B]) == [(A, {"position": 10}), (B, None)]
+    assert second.connector_partitions("conn") == [A]
+
+
+@pytest.mark.kafka
+def test_kafka_records_connect_cannot_read_are_ignored(
+    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str
+) -> None:
+    kafka_stores().stop()  # creates the topic
+    produce(
+        kafka_bootstrap,
+        unique_name,
+        [
+            (b"not json", b'{"position":1}'),
+            (b'["conn"]', b'{"position":1}'),
+            (b'["conn",{"f":NaN}]', b'{"position":1}'),
+            (b'["conn",{"f":[1]}]', b'{"position":1}'),
+            (b'["conn",{"f":"bad value"}]', b"[1]"),
+            (b'["conn",{"f":"nan value"}]', b'{"position":NaN}'),
+            (b'["conn",{"f":"nested value"}]', b'{"position":{"x":1}}'),
+            (b'["conn",{"f":"good"}]', b'{"position":7}'),
+        ],
+    )
+    kafka = kafka_stores()
+    assert kafka.connector_partitions("conn") == [{"f": "good"}]
+    assert kafka.get("conn", [{"f": "good"}]) == [({"f": "good"}, {"position": 7})]
+
+
+@pytest.mark.kafka
+def test_kafka_keeps_writing_a_partition_under_the_key_bytes_already_stored(
+    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str
+) -> None:
+    kafka_stores().stop()
+    java_key = b'["conn",{"partition":0,"topic":"t"}]'  # a HashMap's order, not the connector's
+    produce(kafka_bootstrap, unique_name, [(java_key, b'{"offset":41}')])
+    kafka = kafka_stores()
+    kafka.set("conn", [({"topic": "t", "partition": 0}, {"offset": 42})], TIMEOUT_MS)
+    kafka.set("conn", [({"topic": "t", "partition": 0}, None)], TIMEOUT_MS)
+    assert [key for _, key, _ in raw_records(kafka_bootstrap, unique_name)] == [java_key] * 3
+    assert kafka.connector_partitions("conn") == []
+
+
+@pytest.mark.kafka
+def test_kafka_failed_set_applies_nothing_until_the_topic_is_read_again(
+    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str
+) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic = NewTopic(unique_name, 3, 1, config={"cleanup.policy": "compact", "max.message.bytes": "1000"})
+    admin.create_topics([topic])[unique_name].result(timeout=10)
+    kafka = kafka_stores()
+    a_partition = key_partition(offset_key("conn", A), 3)
+    names = (f"big-{n}" for n in range(100))
+    big = next({"filename": n} for n in names if key_partition(offset_key("conn", {"filename": n}), 3) != a_partition)
+    with pytest.raises(ConnectError, match=rf"offsets of connector 'conn'.*topic '{unique_name}'.*too large"):
+        kafka.set("conn", [(A, {"position": 1}), (big, {"blob": "x" * 5_000})], TIMEOUT_MS)
+    assert kafka.get("conn", [A, big]) == [(A, None), (big, None)]
+    # the broker took A's record (another partition than the rejected one); like Connect, the next read shows it
+    kafka.refresh()
+    assert kafka.get("conn", [A, big]) == [(A, {"position": 1}), (big, None)]
+    kafka.set("conn", [(B, {"position": 2})], TIMEOUT_MS)
+    assert kafka.get("conn", [B]) == [(B, {"position": 2})], "the store still writes after a failure"
+
+
+def test_kafka_unreachable_broker_fails_start_within_the_timeout(unique_name: str) -> None:
+    kafka = KafkaOffsetStore("127.0.0.1:1", unique_name, timeout_ms=1_000)
+    started = time.monotonic()
+    with pytest.raises(ConnectError, match=rf"127\.0\.0\.1:1 \(topic '{unique_name}'\) within 1000 ms"):
+        kafka.start()
+    assert time.monotonic() - started < 5
+    with pytest.raises(ConnectError, match="not started"):
+        kafka.get("conn", [A])
+
+
+@pytest.mark.kafka
+def test_kafka_repr_shows_topic_and_content(
+    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str
+) -> None:
+    kafka = kafka_stores()
+    kafka.set("conn", [(A, {"position": 3})], TIMEOUT_MS)
+    assert repr(kafka) == (
+        f'KafkaOffsetStore({unique_name!r} at {kafka_bootstrap}, {{["conn",{{"filename":"a.txt"}}]={{"position":3}}}})'
+    )

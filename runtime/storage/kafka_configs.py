@@ -1,0 +1,64 @@
+"""Connector configs in a Kafka topic, in the records of Kafka Connect's config topic (see
+:mod:`headwater.runtime.storage.configs`), so Java workers and this store read each other's configs.
+
+The topic has exactly one partition, as Connect requires: the order of task records and their commit record is
+the meaning of the log. The store's view is what it read from the topic, at :meth:`KafkaConfigStore.start`, after
+each of its writes (which wait until their records are acknowledged, then read the topic to its end, as Connect's
+writers do) and at :meth:`KafkaConfigStore.refresh`; the reads answer from that view without asking the broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from headwater.runtime.storage.configs import Record, _RecordConfigStore
+from headwater.runtime.storage.kafka_log import KafkaBasedLog
+
+
+class KafkaConfigStore(_RecordConfigStore):
+    """Configs in the compacted one-partition topic ``topic``, created with ``replication_factor`` when missing;
+    an existing topic with more partitions is refused. ``client_config`` holds librdkafka settings for every
+    client; ``timeout_ms`` bounds :meth:`start`, each write and :meth:`refresh`."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        replication_factor: int = 1,
+        client_config: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        super().__init__()
+        self.log = KafkaBasedLog(
+            bootstrap_servers,
+            topic,
+            self._apply,
+            partitions=1,
+            replication_factor=replication_factor,
+            exact_partitions=True,
+            client_config=client_config,
+            timeout_ms=timeout_ms,
+        )
+
+    def start(self) -> None:
+        self.log.start()
+
+    def stop(self) -> None:
+        self.log.stop()
+
+    def refresh(self, timeout_ms: int | None = None) -> None:
+        """Read what other writers stored since the last read; raises ConnectError on timeout."""
+        self.log.read_to_end(timeout_ms)
+
+    def _refresh(self) -> None:
+        self.refresh()
+
+    def _write(self, records: Sequence[Record]) -> None:
+        self.log.send_all(records)
+        self.log.read_to_end()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"KafkaConfigStore({self.log.topic!r} at {self.log.bootstrap_servers}, {self._view.describe()})"

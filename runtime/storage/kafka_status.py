@@ -1,0 +1,64 @@
+"""Connector and task statuses in a Kafka topic, in the records of Kafka Connect's status topic (see
+:mod:`headwater.runtime.storage.status`), so Java workers and this store read each other's statuses.
+
+Records are partitioned by murmur2 of their key, as Java's producer does. The store's view is what it read from
+the topic, at :meth:`KafkaStatusStore.start`, after each of its writes (which wait until their records are
+acknowledged, then read the topic to its end) and at :meth:`KafkaStatusStore.refresh`; the reads answer from that
+view without asking the broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from headwater.runtime.storage.kafka_log import KafkaBasedLog
+from headwater.runtime.storage.status import Record, _RecordStatusStore
+
+
+class KafkaStatusStore(_RecordStatusStore):
+    """Statuses in the compacted topic ``topic`` (created with ``partitions`` and ``replication_factor`` when
+    missing). ``client_config`` holds librdkafka settings for every client; ``timeout_ms`` bounds :meth:`start`,
+    each write and :meth:`refresh`."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        partitions: int = 5,
+        replication_factor: int = 1,
+        client_config: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        super().__init__()
+        self.log = KafkaBasedLog(
+            bootstrap_servers,
+            topic,
+            self._apply,
+            partitions=partitions,
+            replication_factor=replication_factor,
+            client_config=client_config,
+            timeout_ms=timeout_ms,
+        )
+
+    def start(self) -> None:
+        self.log.start()
+
+    def stop(self) -> None:
+        self.log.stop()
+
+    def refresh(self, timeout_ms: int | None = None) -> None:
+        """Read what other writers stored since the last read; raises ConnectError on timeout."""
+        self.log.read_to_end(timeout_ms)
+
+    def _refresh(self) -> None:
+        self.refresh()
+
+    def _write(self, records: Sequence[Record]) -> None:
+        self.log.send_all(records)
+        self.log.read_to_end()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"KafkaStatusStore({self.log.topic!r} at {self.log.bootstrap_servers}, {self._view.describe()})"

@@ -1,0 +1,311 @@
+"""The status store: the state of each connector and task as its worker last reported it, and the topics each
+connector has used (KIP-558), in Kafka Connect's status-topic records (``status.storage.topic``,
+``KafkaStatusBackingStore``).
+
+Every write is a list of records, each a UTF-8 key and a compact JSON value (``None``: a tombstone):
+
+=========================================  ==========================================================================
+``status-connector-<name>``                ``{"state":"RUNNING","trace":null,"worker_id":"host:port","generation":7}``
+``status-task-<name>-<n>``                 the same shape
+``status-topic-<topic>:connector-<name>``  ``{"topic":{"name":"t","connector":"c","task":0,"discoverTimestamp":ms}}``
+=========================================  ==========================================================================
+
+A deleted (Connect: ``DESTROYED``) connector or task is a tombstone. Task keys are split at their last ``-``, so
+connector names may contain ``-``; topic keys at their first ``:``, which topic names cannot contain.
+
+:class:`StatusView` reads such records as Connect does, skipping malformed ones. :class:`MemoryStatusStore`
+applies what it writes at once, the Kafka store writes to the topic and reads it back, so both behave the same.
+Unlike Connect, a read does not drop an ``UNASSIGNED`` status of an older generation than the ``RUNNING`` it
+would replace: the last record wins.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Protocol, TypeGuard, TypeVar
+
+Record = tuple[bytes, bytes | None]
+"""A status-topic record: UTF-8 key, JSON value or ``None`` (a tombstone)."""
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING", "STOPPED")
+"""The states a status record may hold; STOPPED is for connectors only."""
+
+
+class Status(NamedTuple):
+    """A connector's or task's state as reported by ``worker_id`` in its ``generation`` of the group."""
+
+    state: str
+    trace: str | None
+    worker_id: str
+    generation: int
+
+
+class TopicStatus(NamedTuple):
+    """A topic that ``task`` of ``connector`` first used at ``discover_timestamp`` (epoch milliseconds)."""
+
+    topic: str
+    connector: str
+    task: int
+    discover_timestamp: int
+
+
+class StatusStore(Protocol):
+    """Statuses of a cluster's connectors and tasks and the topics they use. Safe to call from several threads;
+    the writes raise ConnectError when they fail, and then the reads do not show them."""
+
+    def start(self) -> None:
+        """Load the stored statuses; called once before any other method."""
+
+    def stop(self) -> None:
+        """Release resources; called once, last."""
+
+    def put_connector(self, name: str, state: str, trace: str | None, worker_id: str, generation: int) -> None:
+        """Record the connector's state, one of :data:`STATES`; ``trace`` is the failure's stack trace."""
+
+    def put_task(
+        self, connector: str, task: int, state: str, trace: str | None, worker_id: str, generation: int
+    ) -> None:
+        """Record the task's state, one of :data:`STATES` but STOPPED."""
+
+    def connector(self, name: str) -> Status | None:
+        """The connector's last recorded status, ``None`` when there is none."""
+        ...
+
+    def task(self, connector: str, task: int) -> Status | None:
+        """The task's last recorded status, ``None`` when there is none."""
+        ...
+
+    def tasks(self, connector: str) -> dict[int, Status]:
+        """Every task of the connector with a recorded status, by task number, in ascending order."""
+        ...
+
+    def put_topic(self, connector: str, topic: str, task: int, timestamp: int) -> None:
+        """Record that ``task`` of the connector used ``topic``, first seen at ``timestamp`` (epoch ms)."""
+
+    def topics(self, connector: str) -> list[TopicStatus]:
+        """The topics the connector used since they were last reset, sorted by name."""
+        ...
+
+    def delete_topics(self, connector: str) -> None:
+        """Reset the connector's topics: tombstone each of them."""
+
+    def delete_connector(self, name: str) -> None:
+        """Forget the statuses of the connector and all its tasks (Connect's DESTROYED); its topics stay."""
+
+
+# ---- the status topic's records -----------------------------------------------------------------------------
+
+
+def _status_value(state: str, trace: str | None, worker_id: str, generation: int) -> bytes:
+    if state not in STATES:
+        raise ValueError(f"state must be one of {', '.join(STATES)}, got {state!r}")
+    return _json({"state": state, "trace": trace, "worker_id": worker_id, "generation": generation})
+
+
+def connector_status_record(name: str, status: Status | None) -> Record:
+    """``status-connector-<name>``: the status, or a tombstone for ``None``."""
+    return f"status-connector-{name}".encode(), None if status is None else _status_value(*status)
+
+
+def task_status_record(connector: str, task: int, status: Status | None) -> Record:
+    """``status-task-<connector>-<task>``: the status, or a tombstone for ``None``."""
+    return f"status-task-{connector}-{task}".encode(), None if status is None else _status_value(*status)
+
+
+def topic_status_record(connector: str, topic: str, status: TopicStatus | None) -> Record:
+    """``status-topic-<topic>:connector-<connector>``: the topic's use, or a tombstone for ``None``."""
+    key = f"status-topic-{topic}:connector-{connector}".encode()
+    if status is None:
+        return key, None
+    value = {"name": topic, "connector": connector, "task": status.task, "discoverTimestamp": status.discover_timestamp}
+    return key, _json({"topic": value})
+
+
+class StatusView:
+    """The statuses that a sequence of status-topic records describe, the last record of each key winning.
+    Not thread-safe; the stores lock around it."""
+
+    def __init__(self) -> None:
+        self.connectors: dict[str, Status] = {}
+        self.tasks: dict[str, dict[int, Status]] = {}
+        self.topics: dict[str, dict[str, TopicStatus]] = {}
+
+    def apply(self, key: bytes | None, value: bytes | None) -> None:
+        """Read one record; a malformed one changes nothing."""
+        try:
+            text = (key or b"").decode("utf-8")
+            data = None if value is None else json.loads(value, parse_constant=_reject)
+        except ValueError:
+            return
+        if data is not None and not isinstance(data, dict):
+            return
+        if text.startswith("status-connector-"):
+            _update(self.connectors, text.removeprefix("status-connector-"), data, _status)
+        elif text.startswith("status-task-"):
+            connector, _, task = text.removeprefix("status-task-").rpartition("-")
+            if connector and task.isdecimal() and task.isascii():
+                _update(self.tasks.setdefault(connector, {}), int(task), data, _status)
+                if not self.tasks[connector]:
+                    del self.tasks[connector]
+        elif text.startswith("status-topic-"):
+            topic, colon, rest = text.removeprefix("status-topic-").partition(":")
+            connector = rest.removeprefix("connector-")
+            if topic and colon and rest.startswith("connector-") and connector:
+                _update(self.topics.setdefault(connector, {}), topic, data, _topic_status(topic, connector))
+                if not self.topics[connector]:
+                    del self.topics[connector]
+
+    def describe(self) -> str:
+        """One entry per connector: its state and its tasks' states."""
+        entries = []
+        for name in sorted({*self.connectors, *self.tasks}):
+            connector = self.connectors.get(name)
+            tasks = ", ".join(f"{task}: {status.state}" for task, status in sorted(self.tasks.get(name, {}).items()))
+            entries.append(f"{name!r}: {connector.state if connector else None} [{tasks}]")
+        return "{" + ", ".join(entries) + "}"
+
+
+def _update(
+    entries: dict[_K, _V], key: _K, data: dict[str, Any] | None, parse: Callable[[dict[str, Any]], _V | None]
+) -> None:
+    """Delete the entry for a tombstone, replace it for a well-formed value, skip a malformed one."""
+    if data is None:
+        entries.pop(key, None)
+    elif (parsed := parse(data)) is not None:
+        entries[key] = parsed
+
+
+def _status(data: dict[str, Any]) -> Status | None:
+    state, trace, worker, generation = (data.get(k) for k in ("state", "trace", "worker_id", "generation"))
+    if state not in STATES or not isinstance(worker, str) or not (trace is None or isinstance(trace, str)):
+        return None
+    if not _is_int(generation):
+        return None
+    return Status(state, trace, worker, generation)
+
+
+def _topic_status(topic: str, connector: str) -> Callable[[dict[str, Any]], TopicStatus | None]:
+    def parse(data: dict[str, Any]) -> TopicStatus | None:
+        found = data.get("topic")
+        if not isinstance(found, dict):
+            return None
+        task, timestamp = found.get("task"), found.get("discoverTimestamp")
+        if not (_is_int(task) and _is_int(timestamp)):
+            return None
+        return TopicStatus(topic, connector, task, timestamp)
+
+    return parse
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _reject(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+# ---- stores -----------------------------------------------------------------------------------------------------
+
+
+class _RecordStatusStore:
+    """A StatusStore whose state is a :class:`StatusView` of the records it wrote or read; subclasses say where
+    the records go (:meth:`_write`) and how to catch up with other writers (:meth:`_refresh`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._view = StatusView()
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def put_connector(self, name: str, state: str, trace: str | None, worker_id: str, generation: int) -> None:
+        self._write([connector_status_record(name, Status(state, trace, worker_id, generation))])
+
+    def put_task(
+        self, connector: str, task: int, state: str, trace: str | None, worker_id: str, generation: int
+    ) -> None:
+        _check_task(task)
+        self._write([task_status_record(connector, task, Status(state, trace, worker_id, generation))])
+
+    def put_topic(self, connector: str, topic: str, task: int, timestamp: int) -> None:
+        _check_task(task)
+        if not topic or ":" in topic:
+            raise ValueError(f"not a topic name: {topic!r}")
+        self._write([topic_status_record(connector, topic, TopicStatus(topic, connector, task, timestamp))])
+
+    def delete_topics(self, connector: str) -> None:
+        self._refresh()
+        with self._lock:
+            topics = sorted(self._view.topics.get(connector, {}))
+        if topics:
+            self._write([topic_status_record(connector, topic, None) for topic in topics])
+
+    def delete_connector(self, name: str) -> None:
+        self._refresh()
+        with self._lock:
+            tasks = sorted(self._view.tasks.get(name, {}))
+        records = [connector_status_record(name, None)]
+        self._write(records + [task_status_record(name, task, None) for task in tasks])
+
+    def connector(self, name: str) -> Status | None:
+        with self._lock:
+            return self._view.connectors.get(name)
+
+    def task(self, connector: str, task: int) -> Status | None:
+        with self._lock:
+            return self._view.tasks.get(connector, {}).get(task)
+
+    def tasks(self, connector: str) -> dict[int, Status]:
+        with self._lock:
+            return dict(sorted(self._view.tasks.get(connector, {}).items()))
+
+    def topics(self, connector: str) -> list[TopicStatus]:
+        with self._lock:
+            return [status for _, status in sorted(self._view.topics.get(connector, {}).items())]
+
+    def _apply(self, key: bytes | None, value: bytes | None) -> None:
+        with self._lock:
+            self._view.apply(key, value)
+
+    def _write(self, records: Sequence[Record]) -> None:
+        """Store the records durably and read them (raises ConnectError on failure)."""
+        raise NotImplementedError
+
+    def _refresh(self) -> None:
+        """Read what other writers stored since the last read."""
+
+
+def _check_task(task: int) -> None:
+    if not _is_int(task) or task < 0:
+        raise ValueError(f"a task number is an int >= 0, got {task!r}")
+
+
+class MemoryStatusStore(_RecordStatusStore):
+    """Statuses in this process only, lost when it ends. Usable without :meth:`start`. ``records`` lists every
+    record written, in order: the bytes a Kafka status store would have put in its topic."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[Record] = []
+
+    def _write(self, records: Sequence[Record]) -> None:
+        with self._lock:
+            for key, value in records:
+                self.records.append((key, value))
+                self._view.apply(key, value)
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"MemoryStatusStore({self._view.describe()})"

@@ -1,0 +1,328 @@
+"""The StatusStore contract, run against the memory and the Kafka store, plus the status topic's wire format and
+the Kafka store's own behaviour."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from headwater.runtime.storage import (
+    KafkaStatusStore,
+    MemoryStatusStore,
+    Status,
+    StatusStore,
+    StatusView,
+    TopicStatus,
+)
+from headwater.runtime.transport.memory import key_partition
+from headwater.sdk.errors import ConnectError
+
+TIMEOUT_MS = 10_000
+TRACE = "Traceback (most recent call last):\n  ValueError: ü"
+
+
+@pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.kafka)])
+def store(request: pytest.FixtureRequest) -> Iterator[StatusStore]:
+    if request.param == "kafka":
+        bootstrap, topic = request.getfixturevalue("kafka_bootstrap"), request.getfixturevalue("unique_name")
+        status_store: StatusStore = KafkaStatusStore(bootstrap, topic, partitions=3, timeout_ms=TIMEOUT_MS)
+    else:
+        status_store = MemoryStatusStore()
+    status_store.start()
+    yield status_store
+    status_store.stop()
+
+
+def raw_records(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Every record of a topic as (partition, key, value), partition by partition, read by a plain consumer."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader", "enable.auto.commit": False})
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions]
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        found: list[tuple[int, int, bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + 10
+        while len(found) < sum(ends):
+            assert time.monotonic() < deadline, f"read {len(found)} of {sum(ends)} records"
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                found.append((message.partition(), message.offset(), message.key(), message.value()))  # type: ignore[arg-type]
+        return [(partition, key, value) for partition, _, key, value in sorted(found, key=lambda r: r[:2])]
+    finally:
+        consumer.close()
+
+
+# ---- the contract ----------------------------------------------------------------------------------------------
+
+
+def test_unknown_connector_has_no_status(store: StatusStore) -> None:
+    assert store.connector("conn") is None
+    assert store.task("conn", 0) is None
+    assert store.tasks("conn") == {}
+    assert store.topics("conn") == []
+
+
+def test_put_then_read_connector_and_task_statuses(store: StatusStore) -> None:
+    store.put_connector("conn", "RUNNING", None, "host:8083", 7)
+    store.put_task("conn", 1, "FAILED", TRACE, "other:8083", 8)
+    store.put_task("conn", 0, "RUNNING", None, "host:8083", 7)
+    assert store.connector("conn") == Status("RUNNING", None, "host:8083", 7)
+    assert store.task("conn", 1) == Status("FAILED", TRACE, "other:8083", 8)
+    assert store.task("conn", 2) is None
+    assert store.tasks("conn") == {
+        0: Status("RUNNING", None, "host:8083", 7),
+        1: Status("FAILED", TRACE, "other:8083", 8),
+    }
+    assert list(store.tasks("conn")) == [0, 1]
+
+
+def test_later_status_replaces_the_earlier(store: StatusStore) -> None:
+    store.put_connector("conn", "UNASSIGNED", None, "a:1", 1)
+    store.put_connector("conn", "RUNNING", None, "b:1", 2)
+    store.put_task("conn", 0, "RUNNING", None, "b:1", 2)
+    store.put_task("conn", 0, "PAUSED", None, "b:1", 2)
+    assert store.connector("conn") == Status("RUNNING", None, "b:1", 2)
+    assert store.task("conn", 0) == Status("PAUSED", None, "b:1", 2)
+
+
+def test_connectors_are_isolated_and_names_may_hold_dashes(store: StatusStore) -> None:
+    store.put_task("a-1", 0, "RUNNING", None, "w", 1)
+    store.put_task("a", 10, "FAILED", "boom", "w", 1)
+    store.put_task("a", 1, "RUNNING", None, "w", 1)
+    assert store.tasks("a-1") == {0: Status("RUNNING", None, "w", 1)}
+    assert list(store.tasks("a")) == [1, 10]
+    assert store.task("a", 0) is None
+
+
+@pytest.mark.parametrize("state", ["UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING", "STOPPED"])
+def test_every_connect_state_round_trips(store: StatusStore, state: str) -> None:
+    store.put_connector("conn", state, None, "w", 0)
+    assert store.connector("conn") == Status(state, None, "w", 0)
+
+
+def test_bad_statuses_are_refused_and_store_nothing(store: StatusStore) -> None:
+    with pytest.raises(ValueError, match="DESTROYED"):
+        store.put_connector("conn", "DESTROYED", None, "w", 0)
+    with pytest.raises(ValueError, match="-1"):
+        store.put_task("conn", -1, "RUNNING", None, "w", 0)
+    with pytest.raises(ValueError, match="a:b"):
+        store.put_topic("conn", "a:b", 0, 1)
+    assert (store.connector("conn"), store.tasks("conn"), store.topics("conn")) == (None, {}, [])
+
+
+def test_delete_connector_forgets_it_and_its_tasks_but_not_its_topics(store: StatusStore) -> None:
+    store.put_connector("conn", "RUNNING", None, "w", 1)
+    store.put_task("conn", 0, "RUNNING", None, "w", 1)
+    store.put_task("conn", 1, "RUNNING", None, "w", 1)
+    store.put_topic("conn", "t", 0, 1_579_297_899_000)
+    store.put_connector("conn-2", "RUNNING", None, "w", 1)
+    store.put_task("conn-2", 0, "RUNNING", None, "w", 1)
+    store.delete_connector("conn")
+    store.delete_connector("never-existed")
+    assert (store.connector("conn"), store.tasks("conn")) == (None, {})
+    assert store.topics("conn") == [TopicStatus("t", "conn", 0, 1_579_297_899_000)]
+    assert store.connector("conn-2") == Status("RUNNING", None, "w", 1)
+    assert list(store.tasks("conn-2")) == [0]
+
+
+def test_topics_are_recorded_per_connector_and_sorted(store: StatusStore) -> None:
+    store.put_topic("conn", "orders", 1, 20)
+    store.put_topic("conn", "audit.log", 0, 10)
+    store.put_topic("conn", "orders", 0, 30)
+    store.put_topic("other", "orders", 2, 40)
+    assert store.topics("conn") == [TopicStatus("audit.log", "conn", 0, 10), TopicStatus("orders", "conn", 0, 30)]
+    assert store.topics("other") == [TopicStatus("orders", "other", 2, 40)]
+
+
+def test_delete_topics_resets_only_that_connector(store: StatusStore) -> None:
+    store.put_topic("conn", "a", 0, 1)
+    store.put_topic("conn", "b", 0, 2)
+    store.put_topic("other", "a", 0, 3)
+    store.delete_topics("conn")
+    store.delete_topics("never-existed")
+    assert store.topics("conn") == []
+    assert store.topics("other") == [TopicStatus("a", "other", 0, 3)]
+    store.put_topic("conn", "c", 1, 4)
+    assert store.topics("conn") == [TopicStatus("c", "conn", 1, 4)]
+
+
+def test_concurrent_writers_lose_nothing(store: StatusStore) -> None:
+    def report(thread: int) -> None:
+        for task in range(10):
+            store.put_task(f"conn-{thread}", task, "RUNNING", None, f"w{thread}", thread)
+
+    threads = [threading.Thread(target=report, args=(thread,)) for thread in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert [len(store.tasks(f"conn-{thread}")) for thread in range(4)] == [10, 10, 10, 10]
+    assert store.task("conn-3", 9) == Status("RUNNING", None, "w3", 3)
+
+
+# ---- the wire format and how records are read -------------------------------------------------------------------
+
+EXPECTED_RECORDS = [
+    (b"status-connector-my-conn", b'{"state":"RUNNING","trace":null,"worker_id":"host:8083","generation":7}'),
+    (b"status-task-my-conn-0", '{"state":"FAILED","trace":"boom ü","worker_id":"w:1","generation":8}'.encode()),
+    (b"status-topic-orders:connector-my-conn", b'{"topic":{"name":"orders","connector":"my-conn","task":0,'
+     b'"discoverTimestamp":1579297899000}}'),
+    (b"status-topic-orders:connector-my-conn", None),
+    (b"status-connector-my-conn", None),
+    (b"status-task-my-conn-0", None),
+]  # fmt: skip
+
+
+def write_expected_records(store: StatusStore) -> None:
+    store.put_connector("my-conn", "RUNNING", None, "host:8083", 7)
+    store.put_task("my-conn", 0, "FAILED", "boom ü", "w:1", 8)
+    store.put_topic("my-conn", "orders", 0, 1_579_297_899_000)
+    store.delete_topics("my-conn")
+    store.delete_connector("my-conn")
+
+
+def test_memory_records_are_kafka_connect_bytes() -> None:
+    memory = MemoryStatusStore()
+    write_expected_records(memory)
+    assert memory.records == EXPECTED_RECORDS
+
+
+def valid_view() -> StatusView:
+    view = StatusView()
+    view.apply(b"status-connector-c", b'{"state":"RUNNING","trace":null,"worker_id":"w","generation":1}')
+    view.apply(b"status-task-c-0", b'{"state":"RUNNING","trace":null,"worker_id":"w","generation":1}')
+    view.apply(b"status-topic-t:connector-c", b'{"topic":{"name":"t","connector":"c","task":0,"discoverTimestamp":5}}')
+    return view
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (b"status-connector-c", b"not json"),
+        (b"status-connector-c", b'"RUNNING"'),
+        (b"status-connector-c", b'{"state":"DESTROYED","trace":null,"worker_id":"w","generation":2}'),
+        (b"status-connector-c", b'{"state":"FAILED","trace":3,"worker_id":"w","generation":2}'),
+        (b"status-connector-c", b'{"state":"FAILED","trace":null,"generation":2}'),
+        (b"status-connector-c", b'{"state":"FAILED","trace":null,"worker_id":"w","generation":"2"}'),
+        (b"status-connector-c", b'{"state":"FAILED","trace":null,"worker_id":"w","generation":true}'),
+        (b"status-task-c-x", None),
+        (b"status-task-c", None),
+        (b"status-task--0", None),
+        (b"status-task-c-0", b'{"state":"FAILED","trace":null,"worker_id":"w","generation":NaN}'),
+        (b"status-topic-", None),
+        (b"status-topic-:connector-", None),
+        (b"status-topic-:connector-c", None),
+        (b"status-topic-t:", None),
+        (b"status-topic-t:connector-", None),
+        (b"status-topic-t:task-c", None),
+        (b"status-topic-t:connector-c", b'{"topic":"t"}'),
+        (b"status-topic-t:connector-c", b'{"topic":{"name":"t","connector":"c","task":0}}'),
+        (b"status-something-c", None),
+        (b"\xff", None),
+        (None, b"{}"),
+    ],
+)
+def test_malformed_records_are_skipped(key: bytes | None, value: bytes | None) -> None:
+    view = valid_view()
+    view.apply(key, value)
+    assert (view.connectors, view.tasks, view.topics) == (
+        valid_view().connectors,
+        valid_view().tasks,
+        valid_view().topics,
+    )
+
+
+def test_task_keys_split_at_the_last_dash_and_topic_keys_at_the_first_colon() -> None:
+    view = StatusView()
+    view.apply(b"status-task-my-conn-12", b'{"state":"RUNNING","trace":null,"worker_id":"w","generation":1}')
+    view.apply(
+        b"status-topic-t:connector-c:x", b'{"topic":{"name":"t","connector":"c:x","task":0,"discoverTimestamp":5}}'
+    )
+    assert list(view.tasks) == ["my-conn"]
+    assert list(view.tasks["my-conn"]) == [12]
+    assert view.topics == {"c:x": {"t": TopicStatus("t", "c:x", 0, 5)}}
+
+
+def test_memory_repr_shows_states() -> None:
+    memory = MemoryStatusStore()
+    memory.put_connector("conn", "RUNNING", None, "w", 1)
+    memory.put_task("conn", 0, "FAILED", "boom", "w", 1)
+    memory.put_task("lonely", 3, "UNASSIGNED", None, "w", 1)
+    assert repr(memory) == "MemoryStatusStore({'conn': RUNNING [0: FAILED], 'lonely': None [3: UNASSIGNED]})"
+
+
+# ---- the Kafka store ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.kafka
+def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(kafka_bootstrap: str, unique_name: str) -> None:
+    kafka = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=3, timeout_ms=TIMEOUT_MS)
+    kafka.start()
+    try:
+        write_expected_records(kafka)
+    finally:
+        kafka.stop()
+    expected = sorted(((key_partition(key, 3), key, value) for key, value in EXPECTED_RECORDS), key=lambda r: r[0])
+    assert raw_records(kafka_bootstrap, unique_name) == expected
+    assert len({partition for partition, _, _ in expected}) > 1, "the keys cover more than one partition"
+
+
+@pytest.mark.kafka
+def test_kafka_second_store_sees_what_the_first_wrote(kafka_bootstrap: str, unique_name: str) -> None:
+    first = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=3, timeout_ms=TIMEOUT_MS)
+    second = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=3, timeout_ms=TIMEOUT_MS)
+    first.start()
+    try:
+        first.put_connector("conn", "RUNNING", None, "w1", 1)
+        first.put_task("conn", 0, "FAILED", TRACE, "w1", 1)
+        first.put_topic("conn", "t", 0, 5)
+        second.start()
+        assert second.connector("conn") == Status("RUNNING", None, "w1", 1)
+        assert second.tasks("conn") == {0: Status("FAILED", TRACE, "w1", 1)}
+        assert second.topics("conn") == [TopicStatus("t", "conn", 0, 5)]
+        first.put_task("conn", 0, "RUNNING", None, "w1", 2)
+        second.delete_connector("conn")  # reads the topic first: task 0's new status is tombstoned as well
+        first.refresh()
+        assert (first.connector("conn"), first.tasks("conn")) == (None, {})
+    finally:
+        first.stop()
+        second.stop()
+
+
+@pytest.mark.kafka
+def test_kafka_unparseable_records_are_ignored(kafka_bootstrap: str, unique_name: str) -> None:
+    kafka = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
+    kafka.start()
+    try:
+        producer = Producer({"bootstrap.servers": kafka_bootstrap})
+        producer.produce(unique_name, b'{"state":"RUNNING"}', b"status-connector-conn")
+        producer.produce(unique_name, b"{}", b"status-topic-:connector-conn")
+        assert producer.flush(10) == 0
+        kafka.put_task("conn", 0, "RUNNING", None, "w", 1)
+        assert (kafka.connector("conn"), kafka.topics("conn"), list(kafka.tasks("conn"))) == (None, [], [0])
+    finally:
+        kafka.stop()
+
+
+def test_kafka_unreachable_broker_fails_start_within_the_timeout(unique_name: str) -> None:
+    kafka = KafkaStatusStore("127.0.0.1:1", unique_name, timeout_ms=1_000)
+    started = time.monotonic()
+    with pytest.raises(ConnectError, match=rf"127\.0\.0\.1:1 \(topic '{unique_name}'\) within 1000 ms"):
+        kafka.start()
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.kafka
+def test_kafka_repr_shows_topic_and_states(kafka_bootstrap: str, unique_name: str) -> None:
+    kafka = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
+    kafka.start()
+    try:
+        kafka.put_connector("conn", "PAUSED", None, "w", 1)
+        assert repr(kafka) == f"KafkaStatusStore('{unique_name}' at {kafka_bootstrap}, {{'conn': PAUSED []}})"
+    finally:
+        kafka.stop()
