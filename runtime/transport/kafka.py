@@ -349,10 +349,12 @@ class KafkaAdmin:
         requests = [RdNewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.config)) for t in topics]
         for name, future in self._admin.create_topics(requests, operation_timeout=30).items():
             try:
-                future.result()
+                future.result(timeout=60)
             except KafkaException as error:
                 if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise ConnectError(f"cannot create topic {name}: {error.args[0].str()}") from None
+            except TimeoutError:
+                raise RetriableError(f"cannot create topic {name}: no answer from the cluster in 60 s") from None
 
     def list_topics(self) -> dict[str, int]:
         metadata = self._admin.list_topics(timeout=30)
@@ -363,6 +365,8 @@ class KafkaAdmin:
             return
         for name, future in self._admin.delete_topics(list(names), operation_timeout=30).items():
             try:
-                future.result()
+                future.result(timeout=60)
             except KafkaException as error:
                 raise ConnectError(f"cannot delete topic {name}: {error.args[0].str()}") from None
+            except TimeoutError:
+                raise RetriableError(f"cannot delete topic {name}: no answer from the cluster in 60 s") from None
