@@ -20,6 +20,7 @@ Kept equal on both sides:
 * Topics: each source side writes a fresh topic of ``--partitions`` partitions (default 3, so partitioning and
   per-partition positions are exercised); both sink sides drain the same topic, each in a consumer group of its own.
 
+Before the runs a tenth of the records is produced and consumed once, unmeasured, to warm a fresh broker up.
 Timing reads the broker's clocks, so process start-up, producer id and group join are left out the same way:
 
 * Source: source topics are created with ``message.timestamp.type=LogAppendTime``; a side's time runs from the
@@ -401,7 +402,9 @@ class Inspector:
         return samples
 
     def close(self) -> None:
+        """Close the clients (before the cluster stops, so that they do not log their lost connections)."""
         self.consumer.close()
+        del self.admin  # librdkafka destroys an admin client's handle when the object goes
 
 
 def parse_offset_commit(key: bytes | None, value: bytes | None, group: str, topic: str) -> tuple[int, int] | None:
@@ -495,6 +498,12 @@ class Bench:
                 raise BenchError(f"{child.name}: no {what} within {self.args.timeout} s\n{child.log_tail()}")
             time.sleep(WATCH_INTERVAL_S)
 
+    @staticmethod
+    def _check_exit(child: Child) -> None:
+        """A worker must stop gracefully on SIGTERM (final commit, exit 0), a raw loop must finish cleanly."""
+        if child.returncode != 0:
+            raise BenchError(f"{child.name} exited with {child.returncode}\n{child.log_tail()}")
+
     def source(self, kind: str, repeat: int) -> tuple[Run, str]:
         n = self.args.records
         topic = self._name(f"{kind}-source", repeat)
@@ -516,6 +525,7 @@ class Bench:
                     raise BenchError(f"raw producer: {result}")
         finally:
             child.stop()
+        self._check_exit(child)
         count = self.inspector.count(topic)
         if count != n:
             raise BenchError(f"{topic} holds {count} records, not {n}")
@@ -538,14 +548,42 @@ class Bench:
             self._wait_for(child, lambda: self.inspector.committed(group, topic) >= n, f"commits up to {n} in {group}")
         finally:
             child.stop()
+        self._check_exit(child)
         if kind == "raw" and (counted := child.result()["consumed"]) != n:
             raise BenchError(f"the raw consumer counted {counted} records, not {n}")
         records, seconds = steady_span(self.inspector.commit_log(group, topic, start), n)
         return Run("sink", kind, records, seconds, child.cpu_seconds)
 
+    def warm_up(self) -> None:
+        """Produce and consume a tenth of the records once, unmeasured, so that a fresh broker's JIT warm-up does not
+        fall on whichever side runs first."""
+        n = max(self.args.records // 10, 1)
+        topic = self._name("warm-up", 0)
+        self.topics.append(topic)
+        self.inspector.create_topic(topic, self.args.partitions)
+        producer = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": self.bootstrap_servers})
+        for i in range(n):
+            while True:
+                try:
+                    producer.produce(topic, sequence_value(i, self.args.record_bytes))
+                    break
+                except BufferError:
+                    producer.poll(FULL_QUEUE_WAIT_S)
+        producer.flush(TIMEOUT_S)
+        config = {**CONSUMER_DEFAULTS, "bootstrap.servers": self.bootstrap_servers, "group.id": topic}
+        consumer = Consumer(config)
+        consumer.subscribe([topic])
+        consumed, deadline = 0, time.monotonic() + self.args.timeout
+        try:
+            while consumed < n and time.monotonic() < deadline:
+                consumed += sum(1 for message in consumer.consume(BATCH, 1.0) if message.error() is None)
+        finally:
+            consumer.close()
+
     def run(self) -> list[Run]:
         runs: list[Run] = []
         sink_topic: str | None = None
+        self.warm_up()
         for repeat in range(self.args.repeat):
             order = ("framework", "raw") if repeat % 2 == 0 else ("raw", "framework")
             for kind in order:
