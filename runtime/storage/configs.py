@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from headwater.runtime.storage.wire import json_bytes, strict_loads
 from headwater.sdk.errors import ConnectError
 
 TARGET_STATES = ("STARTED", "PAUSED", "STOPPED")
@@ -82,23 +82,19 @@ class ConfigStore(Protocol):
 # ---- the config topic's records -----------------------------------------------------------------------------
 
 
-def _json(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
-
-
 def connector_record(name: str, props: Mapping[str, Any] | None) -> Record:
     """``connector-<name>``: the config, or a tombstone for ``None``."""
-    return f"connector-{name}".encode(), None if props is None else _json({"properties": dict(props)})
+    return f"connector-{name}".encode(), None if props is None else json_bytes({"properties": dict(props)})
 
 
 def task_record(name: str, task: int, props: Mapping[str, Any]) -> Record:
     """``task-<name>-<task>``: one task's config, applied when the commit record comes."""
-    return f"task-{name}-{task}".encode(), _json({"properties": dict(props)})
+    return f"task-{name}-{task}".encode(), json_bytes({"properties": dict(props)})
 
 
 def commit_record(name: str, tasks: int) -> Record:
     """``commit-<name>``: the task count that makes the task records before it the connector's task configs."""
-    return f"commit-{name}".encode(), _json({"tasks": tasks})
+    return f"commit-{name}".encode(), json_bytes({"tasks": tasks})
 
 
 def target_state_record(name: str, state: str | None) -> Record:
@@ -108,7 +104,7 @@ def target_state_record(name: str, state: str | None) -> Record:
     if state not in TARGET_STATES:
         raise ValueError(f"target state must be one of {', '.join(TARGET_STATES)}, got {state!r}")
     legacy = "PAUSED" if state == "STOPPED" else state
-    return f"target-state-{name}".encode(), _json({"state": legacy, "state.v2": state})
+    return f"target-state-{name}".encode(), json_bytes({"state": legacy, "state.v2": state})
 
 
 class ConfigView:
@@ -127,7 +123,7 @@ class ConfigView:
         """Read one record."""
         try:
             text = (key or b"").decode("utf-8")
-            data = None if value is None else json.loads(value, parse_constant=_reject)
+            data = None if value is None else strict_loads(value)
         except ValueError:
             return
         if data is not None and not isinstance(data, dict):
@@ -192,10 +188,6 @@ class ConfigView:
             tasks = "inconsistent" if name in self.inconsistent else f"{self.task_counts.get(name, 0)} tasks"
             entries.append(f"{name!r}: {self.target_state(name)}, {tasks}")
         return "{" + ", ".join(entries) + "}"
-
-
-def _reject(constant: str) -> None:
-    raise ValueError(f"{constant} is not JSON")
 
 
 # ---- stores -----------------------------------------------------------------------------------------------------

@@ -9,14 +9,14 @@ writers do) and at :meth:`KafkaConfigStore.refresh`; the reads answer from that 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.storage.configs import Record, _RecordConfigStore
-from headwater.runtime.storage.kafka_log import KafkaBasedLog
+from headwater.runtime.storage.configs import _RecordConfigStore
+from headwater.runtime.storage.kafka_log import KafkaBasedLog, LogBackedStore
 
 
-class KafkaConfigStore(_RecordConfigStore):
+class KafkaConfigStore(LogBackedStore, _RecordConfigStore):
     """Configs in the compacted one-partition topic ``topic``, created with ``replication_factor`` when missing;
     an existing topic with more partitions is refused. ``client_config`` holds librdkafka settings for every
     client; ``timeout_ms`` bounds :meth:`start`, each write and :meth:`refresh`."""
@@ -41,23 +41,6 @@ class KafkaConfigStore(_RecordConfigStore):
             client_config=client_config,
             timeout_ms=timeout_ms,
         )
-
-    def start(self) -> None:
-        self.log.start()
-
-    def stop(self) -> None:
-        self.log.stop()
-
-    def refresh(self, timeout_ms: int | None = None) -> None:
-        """Read what other writers stored since the last read; raises ConnectError on timeout."""
-        self.log.read_to_end(timeout_ms)
-
-    def _refresh(self) -> None:
-        self.refresh()
-
-    def _write(self, records: Sequence[Record]) -> None:
-        self.log.send_all(records)
-        self.log.read_to_end()
 
     def __repr__(self) -> str:
         with self._lock:

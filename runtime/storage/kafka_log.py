@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from confluent_kafka import (
@@ -336,3 +336,29 @@ def _name(key: bytes | None) -> str:
     """A record key for messages: the text of a UTF-8 key, cut short."""
     text = "null" if key is None else key.decode("utf-8", "replace")
     return repr(text if len(text) <= 120 else text[:117] + "...")
+
+
+class LogBackedStore:
+    """The Kafka side of a store whose state is a view of records (the config and status stores): the records go
+    to :attr:`log` and come back through it, so the view holds only what the topic holds. Listed before the store
+    base class, whose ``start``/``stop``/``_write``/``_refresh`` it replaces."""
+
+    log: KafkaBasedLog
+
+    def start(self) -> None:
+        self.log.start()
+
+    def stop(self) -> None:
+        self.log.stop()
+
+    def refresh(self, timeout_ms: int | None = None) -> None:
+        """Read what other writers stored since the last read; raises ConnectError on timeout."""
+        self.log.read_to_end(timeout_ms)
+
+    def _refresh(self) -> None:
+        self.refresh()
+
+    def _write(self, records: Sequence[tuple[bytes | None, bytes | None]]) -> None:
+        """Wait until every record is acknowledged, then read the topic to its end, as Connect's writers do."""
+        self.log.send_all(records)
+        self.log.read_to_end()

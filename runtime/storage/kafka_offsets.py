@@ -18,7 +18,6 @@ topic and show in every view that reads past them, this one included at its next
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from headwater.runtime.storage.offsets import (
     _LocalOffsetStore,
     parse_offset_key,
 )
+from headwater.runtime.storage.wire import strict_loads
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import validate_offset_map
 
@@ -113,7 +113,7 @@ class KafkaOffsetStore(_LocalOffsetStore):
             canonical = _canonical(partition)  # raises for NaN and infinities, which Connect cannot read
             validate_offset_map("partition", partition)
             if value is not None:
-                offset = json.loads(value, parse_constant=_reject)
+                offset = strict_loads(value)
                 if not isinstance(offset, dict):
                     return
                 validate_offset_map("offset", offset)
@@ -130,7 +130,3 @@ class KafkaOffsetStore(_LocalOffsetStore):
 
     def __repr__(self) -> str:
         return f"KafkaOffsetStore({self.log.topic!r} at {self.log.bootstrap_servers}, {{{self._content()}}})"
-
-
-def _reject(constant: str) -> None:
-    raise ValueError(f"{constant} is not JSON")

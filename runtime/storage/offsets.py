@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from headwater.runtime.storage.wire import dumps
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import SourceOffset, SourcePartition, validate_offset_map
 
@@ -34,16 +35,12 @@ _Stored = dict[str, dict[str, tuple[bytes, bytes]]]
 """connector -> canonical partition -> (offsets-topic key, offset JSON)."""
 
 
-def _dumps(value: object, *, sort_keys: bool = False) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=sort_keys)
-
-
 def offset_key(connector: str, partition: SourcePartition | None) -> bytes:
     """Kafka Connect's offsets-topic key, ``["<connector>",{<partition>}]``, partition keys in the order given.
 
     Raises ``TypeError`` or ``ValueError`` when the partition cannot be written as JSON.
     """
-    return _dumps([connector, None if partition is None else dict(partition)]).encode("utf-8")
+    return dumps([connector, None if partition is None else dict(partition)]).encode("utf-8")
 
 
 def offset_value(offset: SourceOffset | None) -> bytes | None:
@@ -51,7 +48,7 @@ def offset_value(offset: SourceOffset | None) -> bytes | None:
 
     Raises ``TypeError`` or ``ValueError`` when the offset cannot be written as JSON.
     """
-    return None if offset is None else _dumps(dict(offset)).encode("utf-8")
+    return None if offset is None else dumps(dict(offset)).encode("utf-8")
 
 
 def parse_offset_key(key: bytes) -> tuple[str, SourcePartition | None] | None:
@@ -72,7 +69,7 @@ def parse_offset_key(key: bytes) -> tuple[str, SourcePartition | None] | None:
 def _canonical(partition: SourcePartition | None) -> str:
     """The identity of a partition map, whatever its key order."""
     try:
-        return _dumps(None if partition is None else dict(partition), sort_keys=True)
+        return dumps(None if partition is None else dict(partition), sort_keys=True)
     except (TypeError, ValueError) as error:
         raise ConnectError(f"source partition {partition!r} cannot be stored: {error}") from None
 
@@ -258,7 +255,7 @@ class FileOffsetStore(_LocalOffsetStore):
                     raise TypeError("expected an offsets-topic key and an offset object")
                 validate_offset_map("partition", parsed[1])
                 validate_offset_map("offset", offset)
-                entry = (key, _dumps(offset).encode("utf-8"))
+                entry = (key, dumps(offset).encode("utf-8"))
                 stored.setdefault(parsed[0], {})[_canonical(parsed[1])] = entry
             except (TypeError, ValueError, ConnectError) as error:
                 raise ConnectError(f"corrupt offsets file {self.path}: entry {key_text!r}: {error}") from None

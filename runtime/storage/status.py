@@ -21,10 +21,11 @@ would replace: the last record wins.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeGuard, TypeVar
+
+from headwater.runtime.storage.wire import json_bytes, strict_loads
 
 Record = tuple[bytes, bytes | None]
 """A status-topic record: UTF-8 key, JSON value or ``None`` (a tombstone)."""
@@ -103,7 +104,7 @@ class StatusStore(Protocol):
 def _status_value(state: str, trace: str | None, worker_id: str, generation: int) -> bytes:
     if state not in STATES:
         raise ValueError(f"state must be one of {', '.join(STATES)}, got {state!r}")
-    return _json({"state": state, "trace": trace, "worker_id": worker_id, "generation": generation})
+    return json_bytes({"state": state, "trace": trace, "worker_id": worker_id, "generation": generation})
 
 
 def connector_status_record(name: str, status: Status | None) -> Record:
@@ -122,7 +123,7 @@ def topic_status_record(connector: str, topic: str, status: TopicStatus | None) 
     if status is None:
         return key, None
     value = {"name": topic, "connector": connector, "task": status.task, "discoverTimestamp": status.discover_timestamp}
-    return key, _json({"topic": value})
+    return key, json_bytes({"topic": value})
 
 
 class StatusView:
@@ -138,7 +139,7 @@ class StatusView:
         """Read one record; a malformed one changes nothing."""
         try:
             text = (key or b"").decode("utf-8")
-            data = None if value is None else json.loads(value, parse_constant=_reject)
+            data = None if value is None else strict_loads(value)
         except ValueError:
             return
         if data is not None and not isinstance(data, dict):
@@ -203,14 +204,6 @@ def _topic_status(topic: str, connector: str) -> Callable[[dict[str, Any]], Topi
 
 def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _json(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
-
-
-def _reject(constant: str) -> None:
-    raise ValueError(f"{constant} is not JSON")
 
 
 # ---- stores -----------------------------------------------------------------------------------------------------
