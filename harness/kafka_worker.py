@@ -10,8 +10,9 @@ sink after real network time, so tests on sinks wait with ``run_until`` rather t
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from confluent_kafka import Consumer as RdConsumer
@@ -27,6 +28,9 @@ from headwater.runtime.transport.kafka import KafkaAdmin, KafkaConsumer, KafkaPr
 from headwater.sdk.records import TopicPartition
 
 TIMEOUT_S = 30
+
+RawRecords = Callable[[str], list[tuple[int, bytes | None, bytes | None]]]
+"""``raw_records(topic)``: every record of a topic as (partition, key, value), partition by partition."""
 
 
 class KafkaInspector:
@@ -73,7 +77,11 @@ class KafkaInspector:
             consumer.assign([RdTopicPartition(topic, p, 0) for p in ends])
             found: dict[int, list[Message]] = {p: [] for p in partitions}
             remaining = dict(ends)
+            deadline = time.monotonic() + TIMEOUT_S
             while remaining:
+                if time.monotonic() > deadline:
+                    read = sum(len(found[p]) for p in partitions)
+                    raise TimeoutError(f"read {read} of the {sum(ends.values())} records of {topic} in {TIMEOUT_S} s")
                 batch = consumer.consume(500, 1.0)
                 if not batch:
                     continue

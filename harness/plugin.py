@@ -13,7 +13,7 @@ import pytest
 
 from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, Cluster, find_cluster
-from headwater.harness.kafka_worker import KafkaSteppedWorker
+from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker, RawRecords
 from headwater.harness.monitorable import HANDLES, RuntimeHandles
 from headwater.harness.simulated import SimulatedWorker
 
@@ -59,6 +59,14 @@ def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
 def kafka_bootstrap(kafka_cluster: Cluster) -> str:
     """The bootstrap servers of :func:`kafka_cluster`."""
     return kafka_cluster.bootstrap_servers
+
+
+@pytest.fixture
+def raw_records(kafka_bootstrap: str) -> RawRecords:
+    """``raw_records(topic)``: every record of ``topic`` on the real cluster as (partition, key, value), partition
+    by partition in offset order, read by a plain consumer (to check the bytes a store or a connector wrote)."""
+    inspector = KafkaInspector(kafka_bootstrap)
+    return lambda topic: [(m.partition, m.key, m.value) for m in inspector.messages(topic)]
 
 
 @pytest.fixture

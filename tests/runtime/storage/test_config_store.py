@@ -8,10 +8,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from confluent_kafka.cimpl import NewTopic
 
+from headwater.harness.kafka_worker import RawRecords
 from headwater.runtime.storage import ConfigStore, ConfigView, KafkaConfigStore, MemoryConfigStore
 from headwater.sdk.errors import ConnectError
 
@@ -29,24 +30,6 @@ def store(request: pytest.FixtureRequest) -> Iterator[ConfigStore]:
     config_store.start()
     yield config_store
     config_store.stop()
-
-
-def raw_records(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
-    """Every record of a one-partition topic, read by a plain consumer."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader", "enable.auto.commit": False})
-    try:
-        end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        records: list[tuple[bytes | None, bytes | None]] = []
-        deadline = time.monotonic() + 10
-        while len(records) < end:
-            assert time.monotonic() < deadline, f"read {len(records)} of {end} records"
-            message = consumer.poll(0.1)
-            if message is not None and message.error() is None:
-                records.append((message.key(), message.value()))  # type: ignore[arg-type]
-        return records
-    finally:
-        consumer.close()
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
@@ -311,14 +294,14 @@ def test_memory_repr_shows_connectors() -> None:
 
 
 @pytest.mark.kafka
-def test_kafka_topic_holds_kafka_connect_bytes(kafka_bootstrap: str, unique_name: str) -> None:
+def test_kafka_topic_holds_kafka_connect_bytes(kafka_bootstrap: str, unique_name: str, raw_records: RawRecords) -> None:
     kafka = KafkaConfigStore(kafka_bootstrap, unique_name, timeout_ms=TIMEOUT_MS)
     kafka.start()
     try:
         write_expected_records(kafka)
     finally:
         kafka.stop()
-    assert raw_records(kafka_bootstrap, unique_name) == EXPECTED_RECORDS
+    assert [(key, value) for _, key, value in raw_records(unique_name)] == EXPECTED_RECORDS
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     assert len(admin.list_topics(unique_name, timeout=10).topics[unique_name].partitions) == 1
     resource = ConfigResource(ResourceType.TOPIC, unique_name)

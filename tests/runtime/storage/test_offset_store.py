@@ -10,12 +10,12 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as RdTopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 import headwater.runtime.storage as storage
+from headwater.harness.kafka_worker import RawRecords
 from headwater.runtime.storage import (
     FileOffsetStore,
     KafkaOffsetStore,
@@ -379,25 +379,6 @@ def test_package_exports() -> None:
 # ---- the Kafka store ---------------------------------------------------------------------------------------------
 
 
-def raw_records(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
-    """Every record of a topic as (partition, key, value), partition by partition, read by a plain consumer."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader", "enable.auto.commit": False})
-    try:
-        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        ends = [consumer.get_watermark_offsets(RdTopicPartition(topic, p), timeout=10)[1] for p in partitions]
-        consumer.assign([RdTopicPartition(topic, p, 0) for p in partitions])
-        found: list[tuple[int, int, bytes | None, bytes | None]] = []
-        deadline = time.monotonic() + 10
-        while len(found) < sum(ends):
-            assert time.monotonic() < deadline, f"read {len(found)} of {sum(ends)} records"
-            message = consumer.poll(0.1)
-            if message is not None and message.error() is None:
-                found.append((message.partition(), message.offset(), message.key(), message.value()))  # type: ignore[arg-type]
-        return [(partition, key, value) for partition, _, key, value in sorted(found, key=lambda r: r[:2])]
-    finally:
-        consumer.close()
-
-
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
     for key, value in records:
@@ -424,7 +405,7 @@ def kafka_stores(kafka_bootstrap: str, unique_name: str) -> Iterator[Callable[..
 
 @pytest.mark.kafka
 def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(
-    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str
+    kafka_stores: Callable[..., KafkaOffsetStore], unique_name: str, raw_records: RawRecords
 ) -> None:
     kafka = kafka_stores()
     kafka.set("conn", [(A, {"position": 1}), ({"f": "ü", "n": 1}, {"position": 2.5})], TIMEOUT_MS)
@@ -439,7 +420,7 @@ def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(
         ('["conn",{"f":"ü","n":1}]'.encode(), None),
     ]
     expected = sorted(((key_partition(key, 3), key, value) for key, value in written), key=lambda r: r[0])
-    assert raw_records(kafka_bootstrap, unique_name) == expected
+    assert raw_records(unique_name) == expected
     assert len({partition for partition, _, _ in expected}) > 1, "the keys cover more than one partition"
 
 
@@ -481,7 +462,7 @@ def test_kafka_records_connect_cannot_read_are_ignored(
 
 @pytest.mark.kafka
 def test_kafka_keeps_writing_a_partition_under_the_key_bytes_already_stored(
-    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str
+    kafka_stores: Callable[..., KafkaOffsetStore], kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
 ) -> None:
     kafka_stores().stop()
     java_key = b'["conn",{"partition":0,"topic":"t"}]'  # a HashMap's order, not the connector's
@@ -489,7 +470,7 @@ def test_kafka_keeps_writing_a_partition_under_the_key_bytes_already_stored(
     kafka = kafka_stores()
     kafka.set("conn", [({"topic": "t", "partition": 0}, {"offset": 42})], TIMEOUT_MS)
     kafka.set("conn", [({"topic": "t", "partition": 0}, None)], TIMEOUT_MS)
-    assert [key for _, key, _ in raw_records(kafka_bootstrap, unique_name)] == [java_key] * 3
+    assert [key for _, key, _ in raw_records(unique_name)] == [java_key] * 3
     assert kafka.connector_partitions("conn") == []
 
 

@@ -8,8 +8,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
+from headwater.harness.kafka_worker import RawRecords
 from headwater.runtime.storage import (
     KafkaStatusStore,
     MemoryStatusStore,
@@ -35,25 +36,6 @@ def store(request: pytest.FixtureRequest) -> Iterator[StatusStore]:
     status_store.start()
     yield status_store
     status_store.stop()
-
-
-def raw_records(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
-    """Every record of a topic as (partition, key, value), partition by partition, read by a plain consumer."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader", "enable.auto.commit": False})
-    try:
-        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions]
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        found: list[tuple[int, int, bytes | None, bytes | None]] = []
-        deadline = time.monotonic() + 10
-        while len(found) < sum(ends):
-            assert time.monotonic() < deadline, f"read {len(found)} of {sum(ends)} records"
-            message = consumer.poll(0.1)
-            if message is not None and message.error() is None:
-                found.append((message.partition(), message.offset(), message.key(), message.value()))  # type: ignore[arg-type]
-        return [(partition, key, value) for partition, _, key, value in sorted(found, key=lambda r: r[:2])]
-    finally:
-        consumer.close()
 
 
 # ---- the contract ----------------------------------------------------------------------------------------------
@@ -260,7 +242,9 @@ def test_memory_repr_shows_states() -> None:
 
 
 @pytest.mark.kafka
-def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(kafka_bootstrap: str, unique_name: str) -> None:
+def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(
+    kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
+) -> None:
     kafka = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=3, timeout_ms=TIMEOUT_MS)
     kafka.start()
     try:
@@ -268,7 +252,7 @@ def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(kafka_boots
     finally:
         kafka.stop()
     expected = sorted(((key_partition(key, 3), key, value) for key, value in EXPECTED_RECORDS), key=lambda r: r[0])
-    assert raw_records(kafka_bootstrap, unique_name) == expected
+    assert raw_records(unique_name) == expected
     assert len({partition for partition, _, _ in expected}) > 1, "the keys cover more than one partition"
 
 
