@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 import headwater.harness.cluster as cluster_module
@@ -40,6 +43,13 @@ def test_when_nothing_works_the_error_says_what_to_install(monkeypatch: pytest.M
     assert BOOTSTRAP_ENV in message and "maven" in message
 
 
-def test_no_docker_engine_here_is_detected_without_error() -> None:
-    # There is no Docker engine on the build machines; where one exists this only has to return a bool.
-    assert isinstance(cluster_module.docker_answers(), bool)
+def test_without_a_docker_socket_docker_is_not_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setattr(cluster_module, "DEFAULT_DOCKER_SOCKET", str(tmp_path / "no-docker.sock"))
+    monkeypatch.setitem(sys.modules, "docker", None)  # importing it would raise: it must not be imported
+    assert cluster_module.docker_answers() is False
+
+
+def test_a_docker_host_that_does_not_answer_is_no_docker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
+    assert cluster_module.docker_answers() is False
