@@ -16,6 +16,7 @@ worker's top-level ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -301,6 +302,19 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+GC_THRESHOLDS = (100_000, 50, 100)
+"""The garbage collector's thresholds in a worker process. CPython's default first threshold (2,000 container
+allocations in 3.13, 700 before) makes the collector run every few batches when a task moves a few hundred
+thousand records a second, although records hold no reference cycles and reference counting frees them."""
+
+
+def tune_garbage_collector() -> None:
+    """Collect less often, and move what start-up allocated out of the collector's way (``gc.freeze``)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def main(worker_path: str, connector_paths: Sequence[str]) -> int:
     """``headwater standalone``: 0 after a graceful stop, 2 for a bad config file, 1 for other failures; errors
     are one line on stderr."""
@@ -309,6 +323,7 @@ def main(worker_path: str, connector_paths: Sequence[str]) -> int:
     except ConfigError as error:
         print(f"headwater standalone: error: {error}", file=sys.stderr)
         return 2
+    tune_garbage_collector()
     stop = threading.Event()
     with stop_on_signals(stop):
         try:

@@ -17,7 +17,7 @@ from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedRecord, SubmittedRecords
-from headwater.runtime.transport.base import Producer, RawHeaders
+from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord, validate_offset_map
@@ -176,7 +176,12 @@ class WorkerSourceTask(WorkerTask):
                         f"task {self.id}: converting record {index} of the batch for topic {topic!r} failed: {error}"
                     ) from error
             try:
-                produce(topic, value, key, record.partition, record.timestamp, headers, entries[index])
+                produce(topic, value, key, record.partition, record.timestamp, headers, None, entries[index])
+            except QueueFullError:
+                # back-pressure, not a failure: produce served delivery reports a while; go round and resend
+                self._next_index = index
+                self.records_sent += index - start
+                return index > start
             except RetriableError as error:
                 log.warning(
                     "task %s: retriable send failure to %s, retrying in %d ms: %s",

@@ -12,7 +12,6 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from headwater.runtime.transport.base import RecordMetadata
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord
 
@@ -47,7 +46,7 @@ class Acks:
         self.active_topics: set[str] = set()
         self.error: ConnectError | None = None
 
-    def failed(self, record: SubmittedRecord, error: Exception) -> None:
+    def failed(self, record: SubmittedRecord, error: object) -> None:
         if self.tolerate:
             log.warning("task %s: tolerating a failed send: %s", self.task, error)
             record.acked = True
@@ -56,24 +55,25 @@ class Acks:
 
 
 class SubmittedRecord:
-    """One record handed to the producer, and the producer's delivery callback for it: ``acked`` turns true when
-    the broker acknowledged it (or it was dropped under ``errors.tolerance=all``)."""
+    """One record handed to the producer, and the producer's :class:`~headwater.runtime.transport.Acknowledgement`
+    for it: ``acked`` turns true when the broker acknowledged it (or it was dropped under ``errors.tolerance=all``)."""
 
-    __slots__ = ("acked", "acks", "key", "offset")
+    __slots__ = ("acked", "acks", "key", "offset", "topic")
 
-    def __init__(self, key: PartitionKey, offset: SourceOffset | None, acks: Acks) -> None:
+    def __init__(self, key: PartitionKey, offset: SourceOffset | None, topic: str, acks: Acks) -> None:
         self.key = key
         self.offset = offset
+        self.topic = topic
         self.acks = acks
         self.acked = False
 
-    def __call__(self, error: Exception | None, metadata: RecordMetadata | None) -> None:
+    def __call__(self, error: object, report: object, /) -> None:
         acks = self.acks
         if error is None:
             self.acked = True
             acks.acked += 1
-            if metadata is not None and metadata.topic not in acks.active_topics:
-                acks.active_topics.add(metadata.topic)
+            if self.topic not in acks.active_topics:
+                acks.active_topics.add(self.topic)
         else:
             acks.failed(self, error)
 
@@ -89,10 +89,10 @@ class SubmittedRecords:
         self.latest: dict[PartitionKey, SourceOffset | None] = {}
         """The newest offset submitted per source partition, acknowledged or not."""
 
-    def submit(self, partition: SourcePartition | None, offset: SourceOffset | None) -> SubmittedRecord:
-        """Track one record, before it is sent."""
+    def submit(self, partition: SourcePartition | None, offset: SourceOffset | None, topic: str) -> SubmittedRecord:
+        """Track one record for ``topic``, before it is sent."""
         queue = self._last_queue if partition is self._last_partition else self._queue(partition)
-        record = SubmittedRecord(self._last_key, offset, self.acks)
+        record = SubmittedRecord(self._last_key, offset, topic, self.acks)
         queue.append(record)
         self.latest[self._last_key] = offset
         return record
@@ -106,7 +106,7 @@ class SubmittedRecords:
             partition = record.source_partition
             queue = self._last_queue if partition is self._last_partition else self._queue(partition)
             key, offset = self._last_key, record.source_offset
-            entry = SubmittedRecord(key, offset, acks)
+            entry = SubmittedRecord(key, offset, record.topic, acks)
             queue.append(entry)
             latest[key] = offset
             append(entry)

@@ -1,6 +1,7 @@
 """Transports the task loops run over: the interface, and the in-memory broker and its clients."""
 
 from headwater.runtime.transport.base import (
+    Acknowledgement,
     Admin,
     CommitCallback,
     Consumer,
@@ -8,6 +9,7 @@ from headwater.runtime.transport.base import (
     Message,
     NewTopic,
     Producer,
+    QueueFullError,
     RawHeaders,
     RebalanceListener,
     RecordMetadata,
@@ -17,6 +19,7 @@ from headwater.runtime.transport.memory import MemoryAdmin, MemoryBroker, Memory
 from headwater.runtime.transport.memory_group import MemoryConsumer
 
 __all__ = [
+    "Acknowledgement",
     "Admin",
     "CommitCallback",
     "Consumer",
@@ -29,6 +32,7 @@ __all__ = [
     "Message",
     "NewTopic",
     "Producer",
+    "QueueFullError",
     "RawHeaders",
     "RebalanceListener",
     "RecordMetadata",

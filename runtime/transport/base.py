@@ -1,7 +1,7 @@
 """The transport interface the task loops run over: a producer, a consumer and an admin client.
 
-Two implementations: ``memory`` (an in-process broker for deterministic tests and the embedded demo) and, later,
-``kafka`` (confluent-kafka). The shapes follow confluent-kafka so the Kafka one is a thin adapter. Nothing here
+Two implementations: ``memory`` (an in-process broker for deterministic tests and the embedded demo) and ``kafka``
+(confluent-kafka). The shapes follow confluent-kafka so the Kafka one is a thin adapter. Nothing here
 blocks on the clock in the memory implementation; the loops compute their own deadlines.
 """
 
@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from headwater.sdk.errors import RetriableError
 from headwater.sdk.records import SinkRecord, TopicPartition
 
 RawHeaders = list[tuple[str, bytes | None]]
@@ -34,6 +35,21 @@ class RecordMetadata:
 DeliveryCallback = Callable[[Exception | None, RecordMetadata | None], None]
 """Called from ``Producer.poll``/``flush`` once per produced record: ``(None, metadata)`` on success,
 ``(error, None)`` on failure."""
+
+
+class Acknowledgement(Protocol):
+    """A delivery callback that needs to know only whether the broker stored the record. A transport calls it with
+    its own error and report types, sparing a conversion per record (librdkafka's ``KafkaError`` and ``Message``
+    on Kafka): ``error`` is ``None`` when the record was stored, else an object whose ``str`` says why; ``report``
+    is not to be relied on."""
+
+    def __call__(self, error: Any, report: Any, /) -> None: ...
+
+
+class QueueFullError(RetriableError):
+    """The producer's local queue is full: serve delivery callbacks and produce again (Java's ``buffer.memory``
+    back-pressure)."""
+
 
 CommitCallback = Callable[[Exception | None, Mapping[TopicPartition, int]], None]
 """Called from ``Consumer.poll`` when an asynchronous commit completes."""
@@ -59,9 +75,11 @@ class Producer(Protocol):
         timestamp: int | None = None,
         headers: RawHeaders | None = None,
         on_delivery: DeliveryCallback | None = None,
+        ack: Acknowledgement | None = None,
     ) -> None:
-        """Queue one record. Raises :class:`RetriableError` when it cannot be queued now (queue full, say),
-        :class:`ConnectError` when it never can."""
+        """Queue one record; its delivery is reported to ``ack`` when given, else to ``on_delivery``. Raises
+        :class:`QueueFullError` when the local queue stays full for a moment, another :class:`RetriableError` when
+        the record cannot be queued now for another reason, :class:`ConnectError` when it never can."""
         ...
 
     def poll(self, timeout_ms: int = 0) -> int:

@@ -21,10 +21,12 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic as RdNewTopic
 
 from headwater.runtime.transport.base import (
+    Acknowledgement,
     CommitCallback,
     DeliveryCallback,
     Message,
     NewTopic,
+    QueueFullError,
     RawHeaders,
     RebalanceListener,
     RecordMetadata,
@@ -39,12 +41,18 @@ JAVA_ONLY = frozenset(
 )
 """Keys a Kafka Connect config may carry that librdkafka does not know; dropped before a client is made."""
 
+FULL_QUEUE_WAIT_S = 0.1
+"""How long ``produce`` serves delivery reports, waiting for space, when the producer's queue is full."""
+
 PRODUCER_DEFAULTS = {"enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 5}
 CONSUMER_DEFAULTS = {
     "enable.auto.commit": False,
     "enable.auto.offset.store": False,
     "auto.offset.reset": "earliest",
     "partition.assignment.strategy": "cooperative-sticky",
+    # librdkafka waits this long before fetching again once its local queue is over its limits (1000 ms by
+    # default), which leaves a sink that drains the queue in bulk idle for most of each second.
+    "fetch.queue.backoff.ms": 100,
 }
 
 
@@ -90,6 +98,18 @@ class KafkaTransport:
         return KafkaAdmin({k: v for k, v in self.config.items() if k not in JAVA_ONLY})
 
 
+def _reporting(on_delivery: DeliveryCallback) -> Acknowledgement:
+    """A librdkafka delivery callback that reports to ``on_delivery`` in the transport interface's types."""
+
+    def callback(error: KafkaError | None, message: Any) -> None:
+        if error is not None:
+            on_delivery(_error(error), None)
+        else:
+            on_delivery(None, RecordMetadata(message.topic(), message.partition(), message.offset()))
+
+    return callback
+
+
 class KafkaProducer:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._producer = RdProducer(dict(config))
@@ -103,31 +123,30 @@ class KafkaProducer:
         timestamp: int | None = None,
         headers: RawHeaders | None = None,
         on_delivery: DeliveryCallback | None = None,
+        ack: Acknowledgement | None = None,
     ) -> None:
-        callback = None
-        if on_delivery is not None:
-
-            def callback(error: KafkaError | None, message: Any) -> None:
-                if error is not None:
-                    on_delivery(_error(error), None)
-                else:
-                    on_delivery(None, RecordMetadata(message.topic(), message.partition(), message.offset()))
-
-        try:
-            self._producer.produce(
-                topic,
-                value,
-                key,
-                -1 if partition is None else partition,
-                on_delivery=callback,
-                timestamp=timestamp or 0,
-                headers=headers,  # type: ignore[arg-type]  # bytes | None values are accepted
-            )
-        except BufferError as error:
-            self._producer.poll(0)
-            raise RetriableError(f"the producer queue is full: {error}") from None
-        except KafkaException as error:
-            raise _error(error) from None
+        callback: Acknowledgement | None = ack
+        if callback is None and on_delivery is not None:
+            callback = _reporting(on_delivery)
+        for attempt in range(2):
+            try:
+                self._producer.produce(
+                    topic,
+                    value,
+                    key,
+                    -1 if partition is None else partition,
+                    on_delivery=callback,
+                    timestamp=timestamp or 0,
+                    headers=headers,  # type: ignore[arg-type]  # bytes | None values are accepted
+                )
+                return
+            except BufferError as error:
+                # the queue is full: serve delivery reports until some space is free, once
+                self._producer.poll(FULL_QUEUE_WAIT_S if attempt == 0 else 0)
+                if attempt == 1:
+                    raise QueueFullError(f"the producer queue is full: {error}") from None
+            except KafkaException as error:
+                raise _error(error) from None
 
     def poll(self, timeout_ms: int = 0) -> int:
         return int(self._producer.poll(timeout_ms / 1000))
@@ -148,7 +167,9 @@ class KafkaConsumer:
         self._consumer = RdConsumer({**config, "on_commit": self._on_commit})
         self._listener: RebalanceListener | None = None
         self._assigning: dict[TopicPartition, int] | None = None
-        self._positions: dict[TopicPartition, int] = {}
+        self._overrides: dict[TopicPartition, int] = {}
+        """Positions set by an assignment or a seek, until the partition returns a record (librdkafka's own
+        position is not updated before then)."""
         self._paused: set[TopicPartition] = set()
         self._callback_error: BaseException | None = None
 
@@ -167,7 +188,6 @@ class KafkaConsumer:
     def _on_assign(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
         assigned = _ours(partitions)
         self._assigning = self._initial_positions(assigned)
-        self._positions.update(self._assigning)
         try:
             if self._listener is not None and assigned:
                 self._listener.on_partitions_assigned(assigned)
@@ -175,6 +195,7 @@ class KafkaConsumer:
             self._callback_error = error
         finally:
             starts = [RdTopicPartition(tp.topic, tp.partition, offset) for tp, offset in self._assigning.items()]
+            self._overrides.update(self._assigning)
             self._assigning = None
             consumer.incremental_assign(starts)
 
@@ -187,7 +208,7 @@ class KafkaConsumer:
             self._callback_error = error
         finally:
             for tp in revoked:
-                self._positions.pop(tp, None)
+                self._overrides.pop(tp, None)
                 self._paused.discard(tp)
             consumer.incremental_unassign(partitions)
 
@@ -200,7 +221,7 @@ class KafkaConsumer:
             self._callback_error = error
         finally:
             for tp in lost:
-                self._positions.pop(tp, None)
+                self._overrides.pop(tp, None)
                 self._paused.discard(tp)
             consumer.incremental_unassign(partitions)
 
@@ -231,7 +252,7 @@ class KafkaConsumer:
             error, self._callback_error = self._callback_error, None
             raise error
         messages: list[Message] = []
-        positions = self._positions
+        append = messages.append
         for item in raw:
             failure = item.error()
             if failure is not None:
@@ -242,15 +263,21 @@ class KafkaConsumer:
                 log.warning("consumer error, continuing: %s", failure)
                 continue
             kind, stamp = item.timestamp()
-            topic, partition, offset = item.topic(), item.partition(), item.offset()
-            messages.append(
+            append(
                 Message(
-                    topic, partition, offset, item.key(), item.value(), stamp if kind else None, item.headers() or ()
+                    item.topic(),
+                    item.partition(),
+                    item.offset(),
+                    item.key(),
+                    item.value(),
+                    stamp if kind else None,
+                    item.headers() or (),
                 )
             )
-        if messages:
-            for message in messages:
-                positions[TopicPartition(message.topic, message.partition)] = message.offset + 1
+        if messages and self._overrides:
+            # librdkafka's own positions are right again for every partition that returned a record
+            for tp in {TopicPartition(m.topic, m.partition) for m in messages}:
+                self._overrides.pop(tp, None)
         return messages
 
     def assignment(self) -> frozenset[TopicPartition]:
@@ -259,15 +286,30 @@ class KafkaConsumer:
     def position(self, partition: TopicPartition) -> int:
         if self._assigning is not None and partition in self._assigning:
             return self._assigning[partition]
-        if partition in self._positions:
-            return self._positions[partition]
-        (found,) = self._consumer.position([RdTopicPartition(partition.topic, partition.partition)])
-        if found.offset == OFFSET_INVALID or found.offset < 0:
-            return self._initial_position(partition)
-        return int(found.offset)
+        return self._read_positions([partition])[partition]
 
     def positions(self) -> dict[TopicPartition, int]:
-        return {tp: self.position(tp) for tp in self.assignment()}
+        """Every assigned partition's position, read from librdkafka in one call."""
+        return self._read_positions(self._consumer.assignment())
+
+    def _read_positions(self, partitions: Sequence[TopicPartition | RdTopicPartition]) -> dict[TopicPartition, int]:
+        """Where an assignment or seek put each partition until it returns a record, then librdkafka's position
+        (the offset after the last record it returned)."""
+        if not partitions:
+            return {}
+        found: dict[TopicPartition, int] = {}
+        overrides = self._overrides
+        asked = [p if isinstance(p, RdTopicPartition) else RdTopicPartition(p.topic, p.partition) for p in partitions]
+        for rd in self._consumer.position(asked):
+            tp = TopicPartition(rd.topic, rd.partition)
+            override = overrides.get(tp)
+            if override is not None:
+                found[tp] = override
+            elif rd.offset == OFFSET_INVALID or rd.offset < 0:
+                found[tp] = overrides[tp] = self._initial_position(tp)
+            else:
+                found[tp] = int(rd.offset)
+        return found
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         if self._assigning is not None and partition in self._assigning:
@@ -282,7 +324,7 @@ class KafkaConsumer:
             # not fetching yet: restart the partition's assignment at the offset (local, no rebalance)
             self._consumer.incremental_unassign([RdTopicPartition(partition.topic, partition.partition)])
             self._consumer.incremental_assign([target])
-        self._positions[partition] = offset
+        self._overrides[partition] = offset
 
     def pause(self, partitions: Collection[TopicPartition]) -> None:
         if partitions:

@@ -14,7 +14,14 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.runtime.transport.base import DeliveryCallback, Message, NewTopic, RawHeaders, RecordMetadata
+from headwater.runtime.transport.base import (
+    Acknowledgement,
+    DeliveryCallback,
+    Message,
+    NewTopic,
+    RawHeaders,
+    RecordMetadata,
+)
 from headwater.runtime.transport.memory_group import ConsumerGroup, MemoryConsumer
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConnectError, RetriableError
@@ -371,8 +378,11 @@ class MemoryProducer:
         timestamp: int | None = None,
         headers: RawHeaders | None = None,
         on_delivery: DeliveryCallback | None = None,
+        ack: Acknowledgement | None = None,
     ) -> None:
         """Store one record now and queue its ack."""
+        if ack is not None:
+            on_delivery = ack
         broker = self.broker
         with broker.lock:
             if self._closed:

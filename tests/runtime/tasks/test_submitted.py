@@ -11,7 +11,7 @@ B = {"table": "b"}
 
 def test_single_ack_is_committable() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
-    first = records.submit(A, {"id": 1})
+    first = records.submit(A, {"id": 1}, "t")
     assert records.committable() == {}
     first.acked = True
     assert records.committable() == {partition_key(A): (A, {"id": 1})}
@@ -20,8 +20,8 @@ def test_single_ack_is_committable() -> None:
 
 def test_unacked_record_blocks_later_records_of_its_partition_only() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
-    a1, a2 = records.submit(A, {"id": 1}), records.submit(A, {"id": 2})
-    b1 = records.submit(B, {"id": 10})
+    a1, a2 = records.submit(A, {"id": 1}, "t"), records.submit(A, {"id": 2}, "t")
+    b1 = records.submit(B, {"id": 10}, "t")
     a2.acked = True
     b1.acked = True
     assert records.committable() == {partition_key(B): (B, {"id": 10})}
@@ -31,8 +31,8 @@ def test_unacked_record_blocks_later_records_of_its_partition_only() -> None:
 
 def test_equal_partitions_in_any_key_order_share_a_queue() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
-    first = records.submit({"db": "x", "table": "t"}, {"id": 1})
-    second = records.submit({"table": "t", "db": "x"}, {"id": 2})
+    first = records.submit({"db": "x", "table": "t"}, {"id": 1}, "t")
+    second = records.submit({"table": "t", "db": "x"}, {"id": 2}, "t")
     second.acked = True
     assert records.committable() == {}
     first.acked = True
@@ -56,15 +56,15 @@ def test_submit_all_tracks_a_batch_in_order_across_partitions() -> None:
 
 def test_null_partition_and_offset_are_allowed() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
-    record = records.submit(None, None)
+    record = records.submit(None, None, "t")
     record.acked = True
     assert records.committable() == {None: (None, None)}
 
 
 def test_in_flight_and_latest() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
-    first = records.submit(A, {"id": 1})
-    records.submit(A, {"id": 2})
+    first = records.submit(A, {"id": 1}, "t")
+    records.submit(A, {"id": 2}, "t")
     first.acked = True
     assert records.in_flight() == 1
     assert records.latest == {partition_key(A): {"id": 2}}
@@ -78,7 +78,7 @@ def test_unhashable_partition_values_are_rejected_with_the_partition() -> None:
 def test_delivery_callback_acks_counts_and_tracks_topics() -> None:
     acks = Acks("t-0", tolerate=False)
     records = SubmittedRecords(acks)
-    first, second = records.submit(A, {"id": 1}), records.submit(A, {"id": 2})
+    first, second = records.submit(A, {"id": 1}, "t"), records.submit(A, {"id": 2}, "t")
     first(None, None)
     second(RuntimeError("broker down"), None)
     assert (first.acked, second.acked, acks.acked) == (True, False, 1)
@@ -89,6 +89,6 @@ def test_delivery_callback_acks_counts_and_tracks_topics() -> None:
 def test_tolerated_delivery_failure_counts_as_done_but_not_acked() -> None:
     acks = Acks("t-0", tolerate=True)
     records = SubmittedRecords(acks)
-    record = records.submit(A, {"id": 1})
+    record = records.submit(A, {"id": 1}, "t")
     record(RuntimeError("too large"), None)
     assert (record.acked, acks.acked, acks.error) == (True, 0, None)
