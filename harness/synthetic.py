@@ -18,6 +18,7 @@ from headwater.sdk import (
     SinkConnector,
     SinkRecord,
     SinkTask,
+    SourceBatch,
     SourceConnector,
     SourceRecord,
     SourceTask,
@@ -76,8 +77,10 @@ class SequenceSourceTask(SourceTask):
         if end <= self.next:
             time.sleep(0.05)  # idle: do not spin the worker thread
             return None
-        partition, topic, size = self.partition, self.topic, self.size
-        records = [SourceRecord(partition, {"seq": n}, topic, sequence_value(n, size)) for n in range(self.next, end)]
+        size, numbers = self.size, range(self.next, end)
+        records = SourceBatch(
+            self.partition, self.topic, [sequence_value(n, size) for n in numbers], [{"seq": n} for n in numbers]
+        )
         self.next = end
         if self.pause_s:
             time.sleep(self.pause_s)

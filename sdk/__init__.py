@@ -25,6 +25,7 @@ from headwater.sdk.hookspecs import hookimpl
 from headwater.sdk.records import (
     Header,
     SinkRecord,
+    SourceBatch,
     SourceOffset,
     SourcePartition,
     SourceRecord,
@@ -58,6 +59,7 @@ __all__ = [
     "SinkRecord",
     "SinkTask",
     "SinkTaskContext",
+    "SourceBatch",
     "SourceConnector",
     "SourceOffset",
     "SourcePartition",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 SourcePartition = Mapping[str, Any]
 """Where a source record comes from (a table, a file, a source topic-partition). Keys are strings,
@@ -47,6 +47,66 @@ class SourceRecord:
     headers: Sequence[Header] = field(default_factory=tuple)
     key_schema: Mapping[str, Any] | None = None
     value_schema: Mapping[str, Any] | None = None
+
+
+class SourceBatch(Sequence[SourceRecord]):
+    """Many records of one source partition to one topic, handed over as columns: what a high-volume source
+    returns from ``poll`` instead of a list of :class:`SourceRecord`, so that no object is made per record.
+
+    ``offsets[i]`` is the source offset of ``values[i]``; ``keys`` and ``timestamps``, when given, have one entry
+    per value too. The batch is also a sequence of :class:`SourceRecord` (built on access), so code written for
+    lists keeps working. With pass-through (``bytes``) converters and bytes or ``None`` keys and values, the
+    runtime sends the columns as they are and commits the batch's offsets as a whole: the offset of its last
+    record once every record of it (and of the partition before it) is acknowledged.
+    """
+
+    __slots__ = ("keys", "offsets", "partition", "source_partition", "timestamps", "topic", "values")
+
+    def __init__(
+        self,
+        source_partition: SourcePartition | None,
+        topic: str,
+        values: Sequence[Any],
+        offsets: Sequence[SourceOffset | None],
+        keys: Sequence[Any] | None = None,
+        timestamps: Sequence[int | None] | None = None,
+        partition: int | None = None,
+    ) -> None:
+        for name, column in (("offsets", offsets), ("keys", keys), ("timestamps", timestamps)):
+            if column is not None and len(column) != len(values):
+                raise ValueError(f"SourceBatch for topic {topic!r}: {len(values)} values but {len(column)} {name}")
+        self.source_partition = source_partition
+        self.topic = topic
+        self.values = values
+        self.offsets = offsets
+        self.keys = keys
+        self.timestamps = timestamps
+        self.partition = partition
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @overload
+    def __getitem__(self, index: int) -> SourceRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SourceRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> SourceRecord | list[SourceRecord]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return SourceRecord(
+            self.source_partition,
+            self.offsets[index],
+            self.topic,
+            self.values[index],
+            None if self.keys is None else self.keys[index],
+            self.partition,
+            None if self.timestamps is None else self.timestamps[index],
+        )
+
+    def __repr__(self) -> str:
+        return f"SourceBatch({self.topic!r}, {len(self)} records, source_partition={self.source_partition!r})"
 
 
 @dataclass(slots=True)

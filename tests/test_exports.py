@@ -37,6 +37,7 @@ SDK_API = [
     "SinkRecord",
     "SinkTask",
     "SinkTaskContext",
+    "SourceBatch",
     "SourceConnector",
     "SourceOffset",
     "SourcePartition",

@@ -16,17 +16,27 @@ from headwater.runtime.config import TaskSettings
 from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
-from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedRecord, SubmittedRecords
+from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
 from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
-from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord, validate_offset_map
+from headwater.sdk.records import SourceBatch, SourceOffset, SourcePartition, SourceRecord, validate_offset_map
 from headwater.sdk.task import SourceTask
 
 log = logging.getLogger(__name__)
 
 SEND_FAILED_BACKOFF_MS = 100
 """After a synchronous retriable send failure, wait this long before resending from the failed record."""
+
+
+_RAW = frozenset({bytes, type(None)})
+
+
+def _raw_columns(batch: SourceBatch) -> bool:
+    """Whether the batch's keys and values are all bytes or ``None``, to be sent as they are."""
+    if not set(map(type, batch.values)) <= _RAW:
+        return False
+    return batch.keys is None or set(map(type, batch.keys)) <= _RAW
 
 
 class StoreOffsetReader(OffsetStorageReader):
@@ -70,6 +80,8 @@ class WorkerSourceTask(WorkerTask):
         self._uncommitted: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
         self._to_send: Sequence[SourceRecord] | None = None
         self._entries: list[SubmittedRecord] = []
+        self._batch: SubmittedBatch | None = None
+        """The :class:`SourceBatch` being sent as raw columns, tracked as one entry."""
         """The batch being sent, tracked in :attr:`submitted` as a whole before its first record is sent."""
         self._next_index = 0
         self._retry_at = 0
@@ -141,14 +153,23 @@ class WorkerSourceTask(WorkerTask):
         )
 
     def _take(self, records: Sequence[SourceRecord]) -> None:
-        self._to_send = records
-        self._entries = self.submitted.submit_all(records)
         self._next_index = 0
+        if isinstance(records, SourceBatch):
+            if self._passthrough and _raw_columns(records):
+                self._to_send = records
+                self._batch = self.submitted.submit_batch(records)
+                return
+            records = list(records)
+        self._to_send = records
+        self._batch = None
+        self._entries = self.submitted.submit_all(records)
 
     def _send(self, now: int) -> bool:
         records = self._to_send
         assert records is not None
         start = self._next_index
+        if self._batch is not None:
+            return self._send_batch(records, self._batch, start)
         produce = self.producer.produce
         entries = self._entries
         passthrough = self._passthrough
@@ -197,6 +218,21 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent += len(records) - start
         self._to_send = None
         self._entries = []
+        self._next_index = 0
+        return True
+
+    def _send_batch(self, batch: Sequence[SourceRecord], entry: SubmittedBatch, start: int) -> bool:
+        """Send a :class:`SourceBatch` of raw columns from record ``start`` on, as the transport sees fit."""
+        assert isinstance(batch, SourceBatch)
+        end = self.producer.produce_all(
+            batch.topic, batch.values, batch.keys, batch.partition, batch.timestamps, entry.ack, start
+        )
+        self.records_sent += end - start
+        if end < len(batch):  # the producer's queue stayed full: go round (serving acks) and resend from there
+            self._next_index = end
+            return end > start
+        self._to_send = None
+        self._batch = None
         self._next_index = 0
         return True
 

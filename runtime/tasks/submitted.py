@@ -13,7 +13,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from headwater.sdk.errors import ConnectError
-from headwater.sdk.records import SourceOffset, SourcePartition, SourceRecord
+from headwater.sdk.records import SourceBatch, SourceOffset, SourcePartition, SourceRecord
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,14 @@ class Acks:
         self.active_topics: set[str] = set()
         self.error: ConnectError | None = None
 
-    def failed(self, record: SubmittedRecord, error: object) -> None:
+    def failed(self, record: SubmittedRecord | SubmittedBatch, error: object) -> bool:
+        """A record's send failed; return whether that is tolerated (the record then counts as acknowledged)."""
         if self.tolerate:
             log.warning("task %s: tolerating a failed send: %s", self.task, error)
-            record.acked = True
-        elif self.error is None:
+            return True
+        if self.error is None:
             self.error = ConnectError(f"task {self.task}: the broker failed to store a record: {error}")
+        return False
 
 
 class SubmittedRecord:
@@ -74,18 +76,54 @@ class SubmittedRecord:
             acks.acked += 1
             if self.topic not in acks.active_topics:
                 acks.active_topics.add(self.topic)
-        else:
-            acks.failed(self, error)
+        elif acks.failed(self, error):
+            self.acked = True
+
+
+class SubmittedBatch:
+    """A :class:`~headwater.sdk.SourceBatch` handed to the producer as a whole: its :meth:`ack` is every record's
+    delivery callback, and it counts as acknowledged (so its last offset committable) once all of them were."""
+
+    __slots__ = ("acks", "key", "offset", "remaining", "topic")
+
+    def __init__(self, key: PartitionKey, offset: SourceOffset | None, topic: str, size: int, acks: Acks) -> None:
+        self.key = key
+        self.offset = offset
+        self.topic = topic
+        self.remaining = size
+        self.acks = acks
+
+    @property
+    def acked(self) -> bool:
+        return self.remaining <= 0
+
+    def ack(self, error: object, report: object, /) -> None:
+        """One record's delivery report (an :class:`~headwater.runtime.transport.Acknowledgement`)."""
+        acks = self.acks
+        if error is None:
+            self.remaining -= 1
+            acks.acked += 1
+            if self.topic not in acks.active_topics:
+                acks.active_topics.add(self.topic)
+        elif acks.failed(self, error):
+            self.remaining -= 1
+
+    def skip(self, records: int) -> None:
+        """``records`` of the batch will never be sent (dropped under ``errors.tolerance=all``)."""
+        self.remaining -= records
+
+
+Submitted = SubmittedRecord | SubmittedBatch
 
 
 class SubmittedRecords:
     def __init__(self, acks: Acks) -> None:
         self.acks = acks
-        self._pending: dict[PartitionKey, deque[SubmittedRecord]] = {}
+        self._pending: dict[PartitionKey, deque[Submitted]] = {}
         self._partitions: dict[PartitionKey, SourcePartition | None] = {}
         self._last_partition: Any = object()
         self._last_key: PartitionKey = None
-        self._last_queue: deque[SubmittedRecord] = deque()
+        self._last_queue: deque[Submitted] = deque()
         self.latest: dict[PartitionKey, SourceOffset | None] = {}
         """The newest offset submitted per source partition, acknowledged or not."""
 
@@ -112,7 +150,19 @@ class SubmittedRecords:
             append(entry)
         return out
 
-    def _queue(self, partition: SourcePartition | None) -> deque[SubmittedRecord]:
+    def submit_batch(self, batch: SourceBatch) -> SubmittedBatch:
+        """Track a whole non-empty batch, before any of it is sent."""
+        if not len(batch):
+            raise ValueError("an empty SourceBatch has no offset to track")
+        partition = batch.source_partition
+        queue = self._last_queue if partition is self._last_partition else self._queue(partition)
+        offset = batch.offsets[-1]
+        entry = SubmittedBatch(self._last_key, offset, batch.topic, len(batch), self.acks)
+        queue.append(entry)
+        self.latest[self._last_key] = offset
+        return entry
+
+    def _queue(self, partition: SourcePartition | None) -> deque[Submitted]:
         """The queue of ``partition``, made the last one used."""
         key = partition_key(partition)
         queue = self._pending.get(key)
@@ -126,7 +176,7 @@ class SubmittedRecords:
         """Pop the acknowledged head of every partition's queue; return the last popped offset per partition."""
         found: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
         for key, queue in self._pending.items():
-            last: SubmittedRecord | None = None
+            last: Submitted | None = None
             while queue and queue[0].acked:
                 last = queue.popleft()
             if last is not None:
@@ -135,7 +185,12 @@ class SubmittedRecords:
 
     def in_flight(self) -> int:
         """Records submitted and not yet acknowledged."""
-        return sum(1 for queue in self._pending.values() for record in queue if not record.acked)
+        return sum(
+            (entry.remaining if isinstance(entry, SubmittedBatch) else 1)
+            for queue in self._pending.values()
+            for entry in queue
+            if not entry.acked
+        )
 
     def partition(self, key: PartitionKey) -> SourcePartition | None:
         return self._partitions[key]

@@ -82,6 +82,21 @@ class Producer(Protocol):
         the record cannot be queued now for another reason, :class:`ConnectError` when it never can."""
         ...
 
+    def produce_all(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        timestamps: Sequence[int | None] | None,
+        ack: Acknowledgement,
+        start: int = 0,
+    ) -> int:
+        """Queue the records ``values[start:]`` (with their ``keys`` and ``timestamps`` when given), each reported
+        to ``ack``; return the index of the first record not queued because the queue stayed full (``len(values)``
+        when all were). Raises like :meth:`produce` otherwise."""
+        ...
+
     def poll(self, timeout_ms: int = 0) -> int:
         """Serve delivery callbacks; return how many were served."""
         ...

@@ -148,6 +148,41 @@ class KafkaProducer:
             except KafkaException as error:
                 raise _error(error) from None
 
+    def produce_all(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        timestamps: Sequence[int | None] | None,
+        ack: Acknowledgement,
+        start: int = 0,
+    ) -> int:
+        produce = self._producer.produce
+        target = -1 if partition is None else partition
+        index, end, waited = start, len(values), False
+        while index < end:
+            i = index
+            try:
+                if keys is None and timestamps is None:
+                    for i in range(index, end):
+                        produce(topic, values[i], None, target, on_delivery=ack)
+                else:
+                    for i in range(index, end):
+                        key = None if keys is None else keys[i]
+                        timestamp = (None if timestamps is None else timestamps[i]) or 0
+                        produce(topic, values[i], key, target, on_delivery=ack, timestamp=timestamp)
+                return end
+            except BufferError:
+                index = i
+                if waited:
+                    return index
+                self._producer.poll(FULL_QUEUE_WAIT_S)
+                waited = True
+            except KafkaException as error:
+                raise _error(error) from None
+        return end
+
     def poll(self, timeout_ms: int = 0) -> int:
         return int(self._producer.poll(timeout_ms / 1000))
 

@@ -421,6 +421,22 @@ class MemoryProducer:
             self._pending.append((topic, on_delivery, message, None))
             self.sent += 1
 
+    def produce_all(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        timestamps: Sequence[int | None] | None,
+        ack: Acknowledgement,
+        start: int = 0,
+    ) -> int:
+        for index in range(start, len(values)):
+            key = None if keys is None else keys[index]
+            timestamp = None if timestamps is None else timestamps[index]
+            self.produce(topic, values[index], key, partition, timestamp, None, None, ack)
+        return len(values)
+
     def poll(self, timeout_ms: int = 0) -> int:
         """Deliver every ack that is not held, in produce order; return how many were delivered."""
         with self.broker.lock:
