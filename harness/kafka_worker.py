@@ -125,7 +125,7 @@ class _CappedConsumer:
         self._consumer = consumer
         self._cap_ms = cap_ms
 
-    def poll(self, max_records: int, timeout_ms: int) -> list[Message]:
+    def poll(self, max_records: int, timeout_ms: int) -> Sequence[Message]:
         return self._consumer.poll(max_records, min(timeout_ms, self._cap_ms))
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:

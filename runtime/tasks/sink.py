@@ -9,7 +9,7 @@ succeeds. Revocation runs pre_commit -> close -> commit; shutdown runs pre_commi
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 from operator import attrgetter
 
@@ -24,6 +24,12 @@ from headwater.sdk.records import SinkRecord, TopicPartition
 from headwater.sdk.task import SinkTask
 
 _HEADERS = attrgetter("headers")
+
+
+def _joined(first: Sequence[Message], then: Sequence[Message]) -> Sequence[Message]:
+    """``first`` followed by ``then``, without a copy when ``first`` is empty (the usual case)."""
+    return then if not first else [*first, *then]
+
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +97,10 @@ class WorkerSinkTask(WorkerTask):
         self.consumer = consumer
         self.current_offsets: dict[TopicPartition, int] = {}
         self.last_committed: dict[TopicPartition, int] = {}
-        self._raw: list[Message] = []
-        self._records: list[SinkRecord] = []
+        self._raw: Sequence[Message] = ()
+        """Records fetched and not yet put (all of them, whatever their conversion gave)."""
+        self._records: Sequence[SinkRecord] = ()
+        """What the next ``put`` gets: the converted records of :attr:`_raw`."""
         self._paused_for_redelivery = False
         self._paused_for_target = False
         self._rebalance_error: BaseException | None = None
@@ -168,14 +176,16 @@ class WorkerSinkTask(WorkerTask):
             self._convert(messages)
         return self._deliver()
 
-    def _convert(self, messages: list[Message]) -> None:
-        self._raw.extend(messages)
+    def _convert(self, messages: Sequence[Message]) -> None:
+        self._raw = _joined(self._raw, messages)
         if self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages))):
-            self._records.extend(messages)
+            # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
+            self._records = _joined(self._records, messages)
             return
         key_converter = self.key_converter.to_connect
         value_converter = self.value_converter.to_connect
-        records = self._records
+        records = list(self._records)
+        self._records = records
         for message in messages:
             topic = message.topic
             try:
@@ -212,7 +222,7 @@ class WorkerSinkTask(WorkerTask):
                 self._paused_for_redelivery = True
                 self.consumer.pause(self.consumer.assignment())
             return False
-        raw, self._raw, self._records = self._raw, [], []
+        raw, self._raw, self._records = self._raw, (), ()
         if raw:
             # Every record the consumer returned has now been put, so the consumer's positions are exactly the
             # next offsets to commit (Java's currentOffsets), with no walk over the records.

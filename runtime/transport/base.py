@@ -117,9 +117,9 @@ class Consumer(Protocol):
         """Manual assignment, no group membership."""
         ...
 
-    def poll(self, max_records: int, timeout_ms: int) -> list[Message]:
+    def poll(self, max_records: int, timeout_ms: int) -> Sequence[Message]:
         """Fetch up to ``max_records`` from assigned, unpaused partitions. Rebalance and commit callbacks run
-        inside this call."""
+        inside this call. The records are the caller's to keep and hand on, read-only."""
         ...
 
     def assignment(self) -> frozenset[TopicPartition]: ...

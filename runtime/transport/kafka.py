@@ -31,6 +31,7 @@ from headwater.runtime.transport.base import (
     RebalanceListener,
     RecordMetadata,
 )
+from headwater.runtime.transport.kafka_records import KafkaRecords
 from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
 from headwater.sdk.records import TopicPartition
 
@@ -281,39 +282,28 @@ class KafkaConsumer:
 
     # ---- fetching --------------------------------------------------------------------------------------------
 
-    def poll(self, max_records: int, timeout_ms: int) -> list[Message]:
+    def poll(self, max_records: int, timeout_ms: int) -> Sequence[Message]:
         raw: list[Any] = self._consumer.consume(max_records, timeout_ms / 1000)
         if self._callback_error is not None:
             error, self._callback_error = self._callback_error, None
             raise error
-        messages: list[Message] = []
-        append = messages.append
-        for item in raw:
-            failure = item.error()
-            if failure is not None:
+        if not raw:
+            return ()
+        failed = [item for item in raw if item.error() is not None]
+        if failed:
+            for item in failed:
+                failure = item.error()
                 if failure.code() == KafkaError._PARTITION_EOF:
                     continue
                 if failure.fatal() or not failure.retriable():
                     raise _error(failure)
                 log.warning("consumer error, continuing: %s", failure)
-                continue
-            kind, stamp = item.timestamp()
-            append(
-                Message(
-                    item.topic(),
-                    item.partition(),
-                    item.offset(),
-                    item.key(),
-                    item.value(),
-                    stamp if kind else None,
-                    item.headers() or (),
-                )
-            )
-        if messages and self._overrides:
+            raw = [item for item in raw if item.error() is None]
+        if self._overrides:
             # librdkafka's own positions are right again for every partition that returned a record
-            for tp in {TopicPartition(m.topic, m.partition) for m in messages}:
+            for tp in {TopicPartition(item.topic(), item.partition()) for item in raw}:
                 self._overrides.pop(tp, None)
-        return messages
+        return KafkaRecords(raw)
 
     def assignment(self) -> frozenset[TopicPartition]:
         return frozenset(_ours(self._consumer.assignment()))

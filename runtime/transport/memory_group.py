@@ -230,7 +230,7 @@ class MemoryConsumer:
                 self._positions[tp] = self._initial_position(tp)
             self._fetch_order = None
 
-    def poll(self, max_records: int, timeout_ms: int) -> list[Message]:
+    def poll(self, max_records: int, timeout_ms: int) -> Sequence[Message]:
         """Serve finished async commits, run rebalance callbacks, then fetch up to ``max_records`` without waiting.
 
         Partitions take turns, starting after the last one served by the previous poll; each partition's records

@@ -168,7 +168,7 @@ def test_paused_partitions_are_not_fetched_until_resumed(
     produce(transport, topic, 3)
     deadline = time.monotonic() + 1.5
     while time.monotonic() < deadline:
-        assert consumer.poll(500, 50) == []
+        assert list(consumer.poll(500, 50)) == []
     consumer.resume(consumer.assignment())
     assert len(poll_until(consumers, lambda got: len(got) >= 3)) == 3
 
