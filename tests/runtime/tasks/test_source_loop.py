@@ -12,7 +12,7 @@ import pytest
 
 from headwater.harness import MonitorableSourceConnector, RuntimeHandles, SimulatedWorker
 from headwater.runtime.tasks.base import State
-from headwater.sdk import SourceRecord, SourceTask
+from headwater.sdk import SourceBatch, SourceRecord, SourceTask
 from headwater.sdk.errors import RetriableError
 
 Make = Callable[..., SimulatedWorker]
@@ -275,3 +275,35 @@ def test_tolerated_conversion_failure_skips_the_record_and_commits_past_it(make_
     assert worker.task_state("src") is State.RUNNING
     assert worker.messages("data") == [], "no value of this task is bytes, so every record is skipped"
     worker.assert_source_offset("src", P0, {"saved": 2})
+
+
+class ColumnsTask(SourceTask):
+    """Hands over one SourceBatch of JSON-able values (not bytes), then nothing."""
+
+    def start(self, config: Any) -> None:
+        self.sent = False
+
+    def poll(self) -> SourceBatch | None:
+        if self.sent:
+            return None
+        self.sent = True
+        return SourceBatch({"p": 1}, "cols", [{"n": 0}, {"n": 1}, {"n": 2}], [{"at": 0}, {"at": 1}, {"at": 2}])
+
+
+class ColumnsConnector(FlakyPollConnector):
+    def task_class(self) -> type[SourceTask]:
+        return ColumnsTask
+
+
+@pytest.mark.parametrize("converter", ["json", "bytes"])
+def test_a_batch_the_converters_must_see_is_sent_record_by_record(make_simulated_worker: Make, converter: str) -> None:
+    worker = make_simulated_worker({**FAST, "value.converter": converter, "errors.tolerance": "none"})
+    worker.add_connector("cols", ColumnsConnector, {"topic": "unused"})
+    worker.advance(1000)
+    if converter == "json":
+        assert worker.values("cols") == [{"n": 0}, {"n": 1}, {"n": 2}]
+        worker.assert_source_offset("cols", {"p": 1}, {"at": 2})
+    else:  # dicts are not bytes: the bytes converter refuses the first record, naming it
+        assert worker.task_state("cols") is State.FAILED
+        assert worker.messages("cols") == []
+        assert worker.source_offset("cols", {"p": 1}) is None

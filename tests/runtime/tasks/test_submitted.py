@@ -3,7 +3,7 @@
 import pytest
 
 from headwater.runtime.tasks.submitted import Acks, SubmittedRecords, partition_key
-from headwater.sdk.records import SourceRecord
+from headwater.sdk.records import SourceBatch, SourceRecord
 
 A = {"table": "a"}
 B = {"table": "b"}
@@ -92,3 +92,60 @@ def test_tolerated_delivery_failure_counts_as_done_but_not_acked() -> None:
     record = records.submit(A, {"id": 1}, "t")
     record(RuntimeError("too large"), None)
     assert (record.acked, acks.acked, acks.error) == (True, 0, None)
+
+
+# ---- a SourceBatch tracked as one entry ------------------------------------------------------------------------
+
+
+def batch(first: int, size: int, partition: dict[str, str] = A) -> SourceBatch:
+    numbers = range(first, first + size)
+    return SourceBatch(partition, "t", [b"%d" % n for n in numbers], [{"id": n} for n in numbers])
+
+
+def test_a_batch_is_committable_once_every_record_of_it_is_acked() -> None:
+    acks = Acks("t-0", tolerate=False)
+    records = SubmittedRecords(acks)
+    entry = records.submit_batch(batch(0, 3))
+    assert records.latest == {partition_key(A): {"id": 2}}
+    assert records.in_flight() == 3
+    entry.ack(None, None)
+    entry.ack(None, None)
+    assert records.committable() == {}, "two of three acknowledged: the batch's offset is not committable yet"
+    assert records.in_flight() == 1
+    entry.ack(None, None)
+    assert records.committable() == {partition_key(A): (A, {"id": 2})}
+    assert (acks.acked, acks.active_topics) == (3, {"t"})
+
+
+def test_an_unacked_batch_blocks_later_entries_of_its_partition_only() -> None:
+    records = SubmittedRecords(Acks("t-0", tolerate=False))
+    first = records.submit_batch(batch(0, 2))
+    single = records.submit(A, {"id": 2}, "t")
+    other = records.submit_batch(batch(0, 1, B))
+    single.acked = True
+    other.ack(None, None)
+    assert records.committable() == {partition_key(B): (B, {"id": 0})}
+    first.ack(None, None)
+    first.ack(None, None)
+    assert records.committable() == {partition_key(A): (A, {"id": 2})}
+
+
+def test_a_failed_record_of_a_batch_fails_the_task_unless_tolerated() -> None:
+    strict = Acks("t-0", tolerate=False)
+    entry = SubmittedRecords(strict).submit_batch(batch(0, 2))
+    entry.ack("Broker: Message size too large", None)
+    entry.ack(None, None)
+    assert not entry.acked
+    assert strict.error is not None and "Message size too large" in str(strict.error)
+    tolerant = Acks("t-0", tolerate=True)
+    records = SubmittedRecords(tolerant)
+    entry = records.submit_batch(batch(0, 2))
+    entry.ack("Broker: Message size too large", None)
+    entry.ack(None, None)
+    assert tolerant.error is None
+    assert records.committable() == {partition_key(A): (A, {"id": 1})}
+
+
+def test_an_empty_batch_is_refused() -> None:
+    with pytest.raises(ValueError, match="empty SourceBatch"):
+        SubmittedRecords(Acks("t-0", tolerate=False)).submit_batch(batch(0, 0))

@@ -6,14 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterator
 from functools import partial
+from typing import Any
 
 import pytest
 
-from headwater.runtime.transport.base import Message, NewTopic, RecordMetadata
+from headwater.runtime.transport.base import Message, NewTopic, QueueFullError, RecordMetadata
 from headwater.runtime.transport.kafka import KafkaConsumer, KafkaTransport
 from headwater.runtime.transport.memory import key_partition
-from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
-from headwater.sdk.records import TopicPartition
+from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.records import SinkRecord, TopicPartition
 
 pytestmark = pytest.mark.kafka
 
@@ -176,9 +177,45 @@ def test_paused_partitions_are_not_fetched_until_resumed(
 def test_a_full_producer_queue_is_a_retriable_error(transport: KafkaTransport, topic: str) -> None:
     producer = transport.producer({"queue.buffering.max.messages": 1, "linger.ms": 1000})
     producer.produce(topic, b"first", None, 0)
-    with pytest.raises(RetriableError, match="queue is full"):
+    with pytest.raises(QueueFullError, match="queue is full"):
         producer.produce(topic, b"second", None, 0)
     producer.close()
+
+
+def test_produce_all_queues_what_fits_and_says_where_it_stopped(transport: KafkaTransport, topic: str) -> None:
+    producer = transport.producer({"queue.buffering.max.messages": 3, "linger.ms": 5000})
+    reports: list[tuple[object, int]] = []
+
+    def ack(error: object, report: Any) -> None:
+        reports.append((error, report.offset()))
+
+    values = [b"v%d" % i for i in range(5)]
+    assert producer.produce_all(topic, values, None, 1, [1_000 + i for i in range(5)], ack) == 3
+    assert producer.flush(30_000) == 0
+    assert producer.produce_all(topic, values, [b"k3", b"k4", b"k5", b"k6", b"k7"], 1, None, ack, start=3) == 5
+    assert producer.flush(30_000) == 0
+    producer.close()
+    assert reports == [(None, i) for i in range(5)]
+
+
+def test_consumed_records_are_sink_records_read_from_the_message(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer]
+) -> None:
+    producer = transport.producer({})
+    producer.produce(topic, b"v0", b"k0", 2, 1_700_000_000_000, [("h", b"x"), ("n", None)])
+    producer.produce(topic, None, None, 2, 1_700_000_000_001)
+    assert producer.flush(30_000) == 0
+    consumer = transport.consumer(None, {})
+    consumers.append(consumer)
+    consumer.assign([TopicPartition(topic, 2)])
+    got = poll_until(consumers, lambda got: len(got) >= 2)
+    first, second = got
+    assert isinstance(first, SinkRecord)
+    assert (first.topic, first.partition, first.offset, first.key, first.value) == (topic, 2, 0, b"k0", b"v0")
+    assert (first.timestamp, list(first.headers)) == (1_700_000_000_000, [("h", b"x"), ("n", None)])
+    assert (second.offset, second.key, second.value, second.headers) == (1, None, None, ())
+    expected = SinkRecord(topic, 2, 0, b"k0", b"v0", 1_700_000_000_000, [("h", b"x"), ("n", None)])
+    assert repr(first) == "KafkaRecord" + repr(expected).removeprefix("SinkRecord"), "repr reads the fields too"
 
 
 def test_admin_creates_compacted_topics_and_lists_them(transport: KafkaTransport, unique_name: str) -> None:
