@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -97,18 +96,8 @@ class WorkerProcess:
             raise RuntimeError(f"{self!r} is already running")
         if not self._written:
             self.write_files()
-        with self.log_path.open("ab") as log:
-            self._run_log_start = log.tell()
-            env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
-            self.process = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.directory,
-                env=env,
-                start_new_session=True,
-            )
+        self._run_log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._launch()
         self.starts += 1
         return self
 
@@ -128,29 +117,60 @@ class WorkerProcess:
 
     def wait(self, timeout: float = DEFAULT_TIMEOUT_S) -> int:
         """Wait for the process to exit by itself; return the exit code."""
-        process = self._require()
-        try:
-            return process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"{self!r} did not exit within {timeout} s\n{self.log_tail()}") from None
+        self._require()
+        code = self._wait(timeout)
+        if code is None:
+            raise AssertionError(f"{self!r} did not exit within {timeout} s\n{self.log_tail()}")
+        return code
 
     def _signal(self, signum: signal.Signals, timeout: float) -> int:
-        process = self._require()
-        if process.poll() is None:
-            process.send_signal(signum)
-        try:
-            return process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        self._require()
+        if self._poll() is None:
+            self._send(signum)
+        code = self._wait(timeout)
+        if code is None:
+            self._send(signal.SIGKILL)
+            self._wait(None)
             raise AssertionError(
                 f"{self!r} did not exit within {timeout} s of {signum.name}; killed\n{self.log_tail()}"
-            ) from None
+            )
+        return code
 
-    def _require(self) -> subprocess.Popen[bytes]:
-        if self.process is None:
+    def _require(self) -> None:
+        if not self.starts:
             raise RuntimeError(f"{self!r} was never started")
-        return self.process
+
+    # ---- the process itself (a container worker overrides these) ---------------------------------------------
+
+    def _launch(self) -> None:
+        with self.log_path.open("ab") as log:
+            env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+            self.process = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.directory,
+                env=env,
+                start_new_session=True,
+            )
+
+    def _poll(self) -> int | None:
+        """The exit code of the last run; None while it runs or before the first start."""
+        return None if self.process is None else self.process.poll()
+
+    def _send(self, signum: signal.Signals) -> None:
+        if self.process is not None:
+            self.process.send_signal(signum)
+
+    def _wait(self, timeout: float | None) -> int | None:
+        """Wait up to ``timeout`` seconds (None: for ever) for the exit; its code, or None if it still runs."""
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def close(self) -> None:
         """Kill the process if it still runs (for fixtures' teardown)."""
@@ -165,12 +185,12 @@ class WorkerProcess:
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.starts > 0 and self._poll() is None
 
     @property
     def returncode(self) -> int | None:
         """The exit code of the last run, None while it runs or before the first start."""
-        return None if self.process is None else self.process.poll()
+        return self._poll()
 
     @property
     def pid(self) -> int | None:
@@ -193,7 +213,7 @@ class WorkerProcess:
             result = predicate()
             if result:
                 return result
-            if not allow_exit and self.process is not None and self.process.poll() is not None:
+            if not allow_exit and self.starts and self._poll() is not None:
                 raise AssertionError(
                     f"{self!r} exited while waiting for {message or predicate!r}\n{self.log_tail()}"
                 ) from None
@@ -254,19 +274,14 @@ class WorkerProcess:
         assert found == code, f"{self!r} exited with {found}, expected {code}\n{self.log_tail()}"
 
     def __repr__(self) -> str:
-        if self.process is None:
+        code = self._poll()
+        if not self.starts:
             state = "not started"
-        elif self.process.poll() is None:
-            state = f"running pid={self.process.pid}"
+        elif code is None:
+            state = f"running pid={self.pid}"
         else:
-            state = f"exited {self.process.returncode}"
+            state = f"exited {code}"
         names = ", ".join(self.connectors)
-        return f"WorkerProcess({state}, starts={self.starts}, connectors=[{names}], dir={str(self.directory)!r})"
-
-
-def container_worker_skip_reason(image: str | None = None) -> str | None:
-    """Why a worker cannot run in a container here (``pytest.skip`` it), or None when it can. Containerised
-    workers are not supported yet, so there is always a reason; without a ``docker`` binary, that one."""
-    if shutil.which("docker") is None:
-        return "no docker binary on PATH: a worker cannot run in a container here"
-    return f"a worker in a container ({image or 'no image given'}) is not supported yet; use WorkerProcess"
+        return (
+            f"{type(self).__name__}({state}, starts={self.starts}, connectors=[{names}], dir={str(self.directory)!r})"
+        )

@@ -20,7 +20,9 @@ from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from headwater.harness.broker import free_ports
-from headwater.harness.process import WorkerProcess, container_worker_skip_reason
+from headwater.harness.cluster import docker_answers
+from headwater.harness.container import ContainerWorker, _exit_code, container_worker_skip_reason
+from headwater.harness.process import WorkerProcess
 from headwater.runtime.properties import PropertiesError
 from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker, wait_for_broker
 from headwater.runtime.standalone import main as standalone_main
@@ -262,9 +264,15 @@ def test_a_corrupt_offsets_file_exits_1_before_any_broker_check(
     assert offsets.read_text() == '{"not an offsets key": 1}'
 
 
-def test_no_container_worker_yet() -> None:
-    reason = container_worker_skip_reason("headwater:dev")
-    assert reason is not None and "container" in reason
+def test_container_worker_is_skipped_with_a_reason_exactly_when_docker_does_not_answer() -> None:
+    reason = container_worker_skip_reason()
+    assert (reason is None) == docker_answers()
+    if reason is not None:
+        assert "Docker engine" in reason
+
+
+def test_container_exit_status_reads_like_a_subprocess_return_code() -> None:
+    assert [_exit_code(status) for status in (0, 1, 2, 137, 143)] == [0, 1, 2, -9, -15]
 
 
 # ---- against a real broker ------------------------------------------------------------------------------------------
@@ -304,13 +312,16 @@ def read_sequence(bootstrap: str, topic: str) -> list[int]:
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("runner", [WorkerProcess, ContainerWorker])
 def test_sigkill_mid_stream_loses_nothing_and_duplicates_only_what_was_not_committed(
-    kafka_bootstrap: str, unique_name: str, tmp_path: Path
+    kafka_bootstrap: str, unique_name: str, tmp_path: Path, runner: type[WorkerProcess]
 ) -> None:
+    if runner is ContainerWorker and (reason := container_worker_skip_reason()) is not None:
+        pytest.skip(reason)
     total = 200_000
     create_topic(kafka_bootstrap, unique_name)
     source = sequence_source(unique_name, total, batch_size=1000, poll_interval_ms=5)  # <= 200k/s: killed mid-stream
-    with WorkerProcess(tmp_path, worker_props(kafka_bootstrap), {unique_name: source}) as worker:
+    with runner(tmp_path, worker_props(kafka_bootstrap), {unique_name: source}) as worker:
         worker.start()
         worker.wait_until(lambda: (committed_seq(worker, unique_name) or 0) > 0, message="a first offset commit")
         assert worker.kill() == -9
