@@ -24,10 +24,10 @@ from typing import Any
 
 from headwater.runtime.storage.kafka_log import KafkaBasedLog
 from headwater.runtime.storage.offsets import (
+    LocalOffsetStore,
     PartitionOffset,
-    _canonical,
-    _encode,
-    _LocalOffsetStore,
+    canonical_partition,
+    encode_offsets,
     parse_offset_key,
 )
 from headwater.runtime.storage.wire import strict_loads
@@ -35,7 +35,7 @@ from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import validate_offset_map
 
 
-class KafkaOffsetStore(_LocalOffsetStore):
+class KafkaOffsetStore(LocalOffsetStore):
     """Offsets in the compacted topic ``topic`` (created with ``partitions`` and ``replication_factor`` when
     missing). ``client_config`` holds librdkafka settings for every client; ``timeout_ms`` bounds :meth:`start`,
     :meth:`delete_connector` and :meth:`refresh`. Safe to call from several threads."""
@@ -79,7 +79,7 @@ class KafkaOffsetStore(_LocalOffsetStore):
 
     def set(self, connector: str, offsets: Sequence[PartitionOffset], timeout_ms: int) -> None:
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-        changes = _encode(connector, offsets)
+        changes = encode_offsets(connector, offsets)
         with self._lock:
             self._check_started()
             stored = self._stored.get(connector, {})
@@ -110,7 +110,7 @@ class KafkaOffsetStore(_LocalOffsetStore):
             return
         connector, partition = parsed
         try:
-            canonical = _canonical(partition)  # raises for NaN and infinities, which Connect cannot read
+            canonical = canonical_partition(partition)  # raises for NaN and infinities, which Connect cannot read
             validate_offset_map("partition", partition)
             if value is not None:
                 offset = strict_loads(value)

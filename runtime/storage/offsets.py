@@ -66,7 +66,7 @@ def parse_offset_key(key: bytes) -> tuple[str, SourcePartition | None] | None:
     return connector, partition
 
 
-def _canonical(partition: SourcePartition | None) -> str:
+def canonical_partition(partition: SourcePartition | None) -> str:
     """The identity of a partition map, whatever its key order."""
     try:
         return dumps(None if partition is None else dict(partition), sort_keys=True)
@@ -74,14 +74,14 @@ def _canonical(partition: SourcePartition | None) -> str:
         raise ConnectError(f"source partition {partition!r} cannot be stored: {error}") from None
 
 
-def _encode(connector: str, offsets: Sequence[PartitionOffset]) -> list[tuple[str, bytes, bytes | None]]:
+def encode_offsets(connector: str, offsets: Sequence[PartitionOffset]) -> list[tuple[str, bytes, bytes | None]]:
     """(canonical partition, key, value) for each offset; raises ConnectError before anything is stored."""
     encoded = []
     for partition, offset in offsets:
         try:
             validate_offset_map("partition", partition)
             validate_offset_map("offset", offset)
-            encoded.append((_canonical(partition), offset_key(connector, partition), offset_value(offset)))
+            encoded.append((canonical_partition(partition), offset_key(connector, partition), offset_value(offset)))
         except (TypeError, ValueError) as error:
             raise ConnectError(f"cannot store offsets of connector {connector!r}: {error}") from None
     return encoded
@@ -112,7 +112,7 @@ class OffsetStore(Protocol):
         """Delete every stored offset of the connector; raises ConnectError on failure, and then deletes none."""
 
 
-class _LocalOffsetStore:
+class LocalOffsetStore:
     """The offsets of one worker process held in a dict; subclasses say where else they persist them."""
 
     def __init__(self) -> None:
@@ -127,7 +127,7 @@ class _LocalOffsetStore:
         pass
 
     def get(self, connector: str, partitions: Sequence[SourcePartition | None]) -> list[PartitionOffset]:
-        canonical = [_canonical(partition) for partition in partitions]
+        canonical = [canonical_partition(partition) for partition in partitions]
         with self._lock:
             self._check_started()
             stored = self._stored.get(connector, {})
@@ -135,7 +135,7 @@ class _LocalOffsetStore:
         return [(partition, _decode(value)) for partition, value in zip(partitions, values, strict=True)]
 
     def set(self, connector: str, offsets: Sequence[PartitionOffset], timeout_ms: int) -> None:
-        changes = _encode(connector, offsets)
+        changes = encode_offsets(connector, offsets)
         if not self._lock.acquire(timeout=max(timeout_ms, 0) / 1000):
             raise ConnectError(f"timed out after {timeout_ms} ms waiting to store offsets of connector {connector!r}")
         try:
@@ -186,7 +186,7 @@ def _decode(value: bytes | None) -> dict[str, Any] | None:
     return None if value is None else cast(dict[str, Any], json.loads(value))
 
 
-class MemoryOffsetStore(_LocalOffsetStore):
+class MemoryOffsetStore(LocalOffsetStore):
     """Offsets in this process only, lost when it ends. Usable without :meth:`start`.
 
     For tests: :meth:`fail_next_sets` makes the next ``set()`` calls fail; ``set_calls`` counts every ``set()`` call,
@@ -220,7 +220,7 @@ class MemoryOffsetStore(_LocalOffsetStore):
         return f"MemoryOffsetStore({{{self._content()}}}, set_calls={self.set_calls}{failing})"
 
 
-class FileOffsetStore(_LocalOffsetStore):
+class FileOffsetStore(LocalOffsetStore):
     """Offsets in a JSON file (format in the module docstring), rewritten atomically by every change. :meth:`start`
     loads the file: a missing file holds no offsets, an unreadable one raises ConnectError naming the path."""
 
@@ -256,7 +256,7 @@ class FileOffsetStore(_LocalOffsetStore):
                 validate_offset_map("partition", parsed[1])
                 validate_offset_map("offset", offset)
                 entry = (key, dumps(offset).encode("utf-8"))
-                stored.setdefault(parsed[0], {})[_canonical(parsed[1])] = entry
+                stored.setdefault(parsed[0], {})[canonical_partition(parsed[1])] = entry
             except (TypeError, ValueError, ConnectError) as error:
                 raise ConnectError(f"corrupt offsets file {self.path}: entry {key_text!r}: {error}") from None
         return stored
