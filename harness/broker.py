@@ -205,6 +205,18 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+PROBLEM_MARKERS = ("ERROR", "FATAL", "Exception", "Error:")
+
+
+def _excerpt(text: str, lines: int = 40, problems: int = 10) -> str:
+    """The log's first few error lines (a JVM logs a failure's cause before pages of shutdown), then its tail."""
+    found = [line for line in text.splitlines() if any(marker in line for marker in PROBLEM_MARKERS)][:problems]
+    tail = _tail(text, lines)
+    if not found:
+        return tail
+    return "first errors:\n" + "\n".join(found) + f"\nlast {lines} lines:\n" + tail
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -335,9 +347,9 @@ class LocalKafkaBroker:
         raise BrokerUnavailable(f"the broker did not answer on {self.bootstrap_servers} in time:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last lines of the broker's log."""
+        """The broker log's first error lines and its last lines."""
         try:
-            return _tail(self.log_path.read_text(errors="replace"), lines)
+            return _excerpt(self.log_path.read_text(errors="replace"), lines)
         except OSError:
             return "(no broker log)"
 

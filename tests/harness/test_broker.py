@@ -169,3 +169,14 @@ def test_a_failed_start_reports_the_broker_log(broker: LocalKafkaBroker, monkeyp
     assert raised.value.missing_tools == ()
     assert failing.pid is not None and not failing.running
     assert not failing.data_dir.exists()
+
+
+def test_a_log_excerpt_keeps_the_first_errors_when_the_tail_has_moved_past_them() -> None:
+    log = "\n".join(
+        ["starting", "ERROR [ControllerServer] bind failed: Address already in use"]
+        + [f"shutdown {i}" for i in range(50)]
+    )
+    excerpt = broker_module._excerpt(log, lines=5)
+    assert "Address already in use" in excerpt
+    assert excerpt.endswith("shutdown 49") and "shutdown 44" not in excerpt
+    assert broker_module._excerpt("a\nb", lines=5) == "a\nb", "no errors: just the tail"
