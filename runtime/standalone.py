@@ -205,8 +205,9 @@ class StandaloneWorker:
         """Start the REST server at ``listeners``; raises ConnectError when its address cannot be bound."""
         host, port = self.listener
         app = create_app(self.herder, kafka_cluster_id(self.admin_config()))
-        self.rest = RestServer(app, host, port)
-        self.rest.start()
+        rest = RestServer(app, host, port)
+        rest.start()
+        self.rest = rest
 
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]
