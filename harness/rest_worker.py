@@ -79,6 +79,15 @@ class RestWorker:
         found: list[str] = response.json()[name]["topics"]
         return found
 
+    def offsets(self, name: str) -> list[dict[str, Any]]:
+        response = self.http.get(f"/connectors/{name}/offsets")
+        assert response.status_code == 200, response.text
+        found: list[dict[str, Any]] = response.json()["offsets"]
+        return found
+
+    def wait_for_offsets(self, name: str, expected: list[dict[str, Any]]) -> None:
+        wait_until(lambda: self.offsets(name) == expected, f"{name}'s offsets becoming {expected}")
+
     def __repr__(self) -> str:
         return f"RestWorker({self.url}, connectors={self.herder.connectors()})"
 
@@ -94,9 +103,11 @@ def source_config(topic: str, **extra: Any) -> dict[str, Any]:
 
 
 def sink_config(topics: str, **extra: Any) -> dict[str, Any]:
-    """A monitorable sink consuming ``topics``; ``_`` in keys for ``.``."""
+    """A monitorable sink consuming ``topics`` as bytes; ``_`` in keys for ``.``."""
     return {
         "connector.class": "monitorable-sink",
         "topics": topics,
+        "key.converter": "bytes",
+        "value.converter": "bytes",
         **{key.replace("_", "."): str(value) for key, value in extra.items()},
     }

@@ -89,11 +89,14 @@ class ConnectorOffsets:
     def _sink_offsets(self, connector: str) -> dict[tuple[str, int], int]:
         group = f"connect-{connector}"
         request = [ConsumerGroupTopicPartitions(group)]
+        admin = self._admin()  # kept referenced until its future completes
         try:
-            future = self._admin().list_consumer_group_offsets(request, request_timeout=TIMEOUT_S)[group]
+            future = admin.list_consumer_group_offsets(request, request_timeout=TIMEOUT_S)[group]
             found = future.result(timeout=TIMEOUT_S)
         except KafkaException as error:
             raise ConnectError(f"cannot read the offsets of consumer group {group}: {error.args[0].str()}") from None
+        except TimeoutError:
+            raise ConnectError(f"timed out reading the offsets of consumer group {group}") from None
         return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions or [] if tp.offset >= 0}
 
     def _alter_sink(self, connector: str, changes: list[tuple[str, int, int | None]]) -> None:
@@ -112,19 +115,25 @@ class ConnectorOffsets:
         if not changes:
             return
         partitions = [RdTopicPartition(t, p, offset) for t, p, offset in changes if offset is not None]
+        admin = self._admin()
         try:
             request = [ConsumerGroupTopicPartitions(group, partitions)]
-            self._admin().alter_consumer_group_offsets(request, request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
+            admin.alter_consumer_group_offsets(request, request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
         except KafkaException as error:
             raise ConnectError(_group_failure(group, "alter", error.args[0])) from None
+        except TimeoutError:
+            raise ConnectError(f"timed out altering the offsets of consumer group {group}") from None
 
     def _delete_group(self, connector: str) -> None:
         group = f"connect-{connector}"
+        admin = self._admin()
         try:
-            self._admin().delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
+            admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
         except KafkaException as error:
             if error.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
                 raise ConnectError(_group_failure(group, "reset", error.args[0])) from None
+        except TimeoutError:
+            raise ConnectError(f"timed out deleting consumer group {group}") from None
 
 
 def _group_failure(group: str, action: str, error: KafkaError) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from headwater.harness.rest_worker import RestWorker, source_config, wait_until
+from headwater.harness.rest_worker import RestWorker, source_config
 
 pytestmark = pytest.mark.kafka
 
@@ -150,13 +150,7 @@ def test_delete_keeps_source_offsets_for_a_connector_of_the_same_name(
 ) -> None:
     rest_worker.create(unique_name, source_config(f"{unique_name}-t"))
     partition = {"task.id": f"{unique_name}-0"}
-    wait_until(
-        lambda: (
-            rest_worker.http.get(f"/connectors/{unique_name}/offsets").json()["offsets"]
-            == [{"partition": partition, "offset": {"saved": 2}}]
-        ),
-        "the source's offsets being committed",
-    )
+    rest_worker.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])
     assert rest_worker.http.delete(f"/connectors/{unique_name}").status_code == 204
     rest_worker.create(unique_name, source_config(f"{unique_name}-t"))
     offsets = rest_worker.http.get(f"/connectors/{unique_name}/offsets").json()
