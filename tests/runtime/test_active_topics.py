@@ -84,10 +84,16 @@ def test_reset_forgets_idle_topics_and_used_ones_come_back(make_simulated_worker
     assert topics(worker, "snk") == ["b"]
 
 
-def test_restart_reconfigure_and_stop_keep_the_topics(make_simulated_worker: Make) -> None:
-    worker = make_simulated_worker()
+def sent(make: Make, config: dict[str, Any] | None = None) -> SimulatedWorker:
+    """A worker whose source ``src`` sent its records to ``data``."""
+    worker = make(config)
     source(worker)
     worker.advance(200)
+    return worker
+
+
+def test_restart_reconfigure_and_stop_keep_the_topics(make_simulated_worker: Make) -> None:
+    worker = sent(make_simulated_worker)
     worker.restart_connector("src")
     source(worker, **{"tasks.max": 2})
     worker.stop_connector("src")
@@ -95,17 +101,13 @@ def test_restart_reconfigure_and_stop_keep_the_topics(make_simulated_worker: Mak
 
 
 def test_delete_resets_the_topics(make_simulated_worker: Make) -> None:
-    worker = make_simulated_worker()
-    source(worker)
-    worker.advance(200)
+    worker = sent(make_simulated_worker)
     worker.delete_connector("src")
     assert topics(worker, "src") == []
     assert topic_records(worker)[-1] == (b"status-topic-data:connector-src", None)
 
 
 def test_disabled_tracking_writes_no_topic_record(make_simulated_worker: Make) -> None:
-    worker = make_simulated_worker({"topic.tracking.enable": False})
-    source(worker)
-    worker.advance(200)
+    worker = sent(make_simulated_worker, {"topic.tracking.enable": False})
     worker.delete_connector("src")
     assert topic_records(worker) == []

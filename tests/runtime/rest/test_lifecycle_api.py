@@ -72,15 +72,29 @@ def test_failed_task_shows_its_trace(rest_worker: RestWorker, unique_name: str) 
     assert "task 0 was told to fail" in task["trace"]
 
 
-def test_plain_restart_restarts_the_connector_instance_only(
-    rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles
+@pytest.mark.parametrize(
+    ("query", "code", "connector_starts"),
+    [("", 204, 2), ("?onlyFailed=true", 202, 1)],
+    ids=["plain-restarts-the-connector-instance-only", "only-failed-without-failures-restarts-nothing"],
+)
+def test_restart_without_tasks(
+    rest_worker: RestWorker,
+    unique_name: str,
+    runtime_handles: RuntimeHandles,
+    query: str,
+    code: int,
+    connector_starts: int,
 ) -> None:
     rest_worker.create(unique_name, source_config("t"))
     rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING"])
-    response = rest_worker.http.post(f"/connectors/{unique_name}/restart")
-    assert response.status_code == 204
-    assert response.content == b""
-    assert (starts(runtime_handles, unique_name, None), starts(runtime_handles, unique_name, 0)) == (2, 1)
+    response = rest_worker.http.post(f"/connectors/{unique_name}/restart{query}")
+    assert response.status_code == code
+    if code == 204:
+        assert response.content == b""
+    else:
+        assert response.json()["connector"]["state"] == "RUNNING"
+    assert rest_worker.states(unique_name) == ("RUNNING", ["RUNNING"])
+    assert [starts(runtime_handles, unique_name, t) for t in (None, 0)] == [connector_starts, 1]
 
 
 def test_restart_with_tasks_answers_202_with_restarting_states(
@@ -109,17 +123,6 @@ def test_restart_only_failed_tasks(rest_worker: RestWorker, unique_name: str, ru
     assert body["connector"]["state"] == "RUNNING"
     assert [task["state"] for task in body["tasks"]] == ["RUNNING", "RESTARTING"]
     assert [starts(runtime_handles, unique_name, t) for t in (None, 0, 1)] == [1, 1, 2]
-
-
-def test_restart_only_failed_without_failures_restarts_nothing(
-    rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles
-) -> None:
-    rest_worker.create(unique_name, source_config("t"))
-    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING"])
-    response = rest_worker.http.post(f"/connectors/{unique_name}/restart?onlyFailed=true")
-    assert response.status_code == 202
-    assert rest_worker.states(unique_name) == ("RUNNING", ["RUNNING"])
-    assert [starts(runtime_handles, unique_name, t) for t in (None, 0)] == [1, 1]
 
 
 def test_restart_one_task(rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles) -> None:
