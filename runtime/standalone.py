@@ -202,12 +202,15 @@ class StandaloneWorker:
             self.offset_store.stop()
 
     def _serve_rest(self) -> None:
-        """Start the REST server at ``listeners``; raises ConnectError when its address cannot be bound."""
+        """Start the REST server at ``listeners``; raises ConnectError when its address cannot be bound. From then
+        on the worker's id in statuses is its REST address, ``host:port``, as in Kafka Connect."""
         host, port = self.listener
         app = create_app(self.herder, kafka_cluster_id(self.admin_config()))
         rest = RestServer(app, host, port)
         rest.start()
         self.rest = rest
+        advertised = socket.gethostname() if host in ("0.0.0.0", "::") else host
+        self.worker.worker_id = f"{advertised}:{rest.port}"
 
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]

@@ -67,7 +67,8 @@ def connector_status(herder: StandaloneHerder, name: str, restarting: RestartPla
 
 def task_status(herder: StandaloneHerder, name: str, task: int) -> dict[str, Any]:
     """``{"id", "state", "worker_id", "trace"?}``; raises NotFoundError."""
-    found = herder.task_statuses(name).get(task) if name in herder.configs else None
+    with herder.lock:
+        found = herder.task_statuses(name).get(task) if name in herder.configs else None
     if found is None:
         raise NotFoundError(f"No status found for task {name}-{task}")
     return {"id": task, **state_info(found)}

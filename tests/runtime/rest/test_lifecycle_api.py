@@ -39,7 +39,8 @@ def test_status_and_tasks_of_a_running_connector(rest_worker: RestWorker, unique
     rest_worker.create(unique_name, source_config("t", tasks_max=2))
     rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
     status = rest_worker.status(unique_name)
-    worker_id = rest_worker.standalone.worker.worker_id
+    worker_id = rest_worker.url.removeprefix("http://")
+    assert worker_id == rest_worker.standalone.worker.worker_id
     assert status == {
         "name": unique_name,
         "connector": {"state": "RUNNING", "worker_id": worker_id},
