@@ -466,6 +466,7 @@ class Bench:
                 "header.converter": "bytes",
                 "offset.flush.interval.ms": self.args.flush_interval_ms,
                 "offset.storage.file.filename": self.directory / f"{name}.offsets",
+                "listeners": "http://127.0.0.1:0",
                 "consumer.max.poll.records": BATCH,
                 **settings(self.args.client),
             },

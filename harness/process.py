@@ -29,7 +29,7 @@ class WorkerProcess:
 
     ``connectors`` maps each connector name to its config (``name`` is added); ``connector_format`` is
     ``properties`` or ``json`` (Kafka Connect's REST shape). ``offset.storage.file.filename`` defaults to
-    ``<directory>/connect.offsets``.
+    ``<directory>/connect.offsets``, ``listeners`` to a free loopback port (so workers never compete for one).
     """
 
     def __init__(
@@ -44,7 +44,11 @@ class WorkerProcess:
         if connector_format not in ("properties", "json"):
             raise ValueError(f"connector_format must be 'properties' or 'json', not {connector_format!r}")
         self.directory = Path(directory)
-        self.worker_props = {"offset.storage.file.filename": str(self.directory / "connect.offsets"), **worker_props}
+        self.worker_props = {
+            "offset.storage.file.filename": str(self.directory / "connect.offsets"),
+            "listeners": "http://127.0.0.1:0",
+            **worker_props,
+        }
         self.connectors = {name: dict(config) for name, config in connectors.items()}
         self.connector_format = connector_format
         self.log_level = log_level

@@ -2,7 +2,8 @@
 
 from headwater.runtime.clock import SystemClock, VirtualClock
 from headwater.runtime.config import SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG, TaskSettings
-from headwater.runtime.herder import AlreadyExistsError, NotFoundError, StandaloneHerder
+from headwater.runtime.errors import AlreadyExistsError, NotFoundError
+from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import installed_connectors, plugin_manager, resolve_connector_class
 from headwater.runtime.tasks.base import State, TaskId
 from headwater.runtime.tasks.sink import WorkerSinkTask

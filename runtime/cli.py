@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     standalone.add_argument("worker_config", metavar="WORKER_PROPS", help="Worker config: .properties or .json.")
     standalone.add_argument(
-        "connector_configs", metavar="CONNECTOR_PROPS", nargs="+", help="Connector configs: .properties or .json."
+        "connector_configs", metavar="CONNECTOR_PROPS", nargs="*", help="Connector configs: .properties or .json."
     )
     args = parser.parse_args(argv)
     level = args.log_level or ("INFO" if args.command == "standalone" else "WARNING")

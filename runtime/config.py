@@ -15,6 +15,22 @@ def non_empty_list(key: str, value: Any) -> None:
         raise ConfigError(key, value, "List must name at least one item")
 
 
+def listener_urls(key: str, value: Any) -> None:
+    """One ``http://host:port`` URL, the port between 0 (any free port) and 65535."""
+    if len(value) != 1:
+        raise ConfigError(key, value, "Exactly one listener URL is supported")
+    parse_listener(key, value[0])
+
+
+def parse_listener(key: str, url: str) -> tuple[str, int]:
+    """The host and port of an ``http://host:port`` listener URL; an empty host means every interface."""
+    scheme, separator, rest = url.partition("://")
+    host, colon, port = rest.rstrip("/").rpartition(":")
+    if scheme.lower() != "http" or not separator or not colon or not port.isdecimal() or int(port) > 65535:
+        raise ConfigError(key, url, "Expected a listener URL of the form http://host:port (only http is supported)")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
 WORKER_CONFIG = (
     ConfigDef()
     .define(
@@ -104,6 +120,29 @@ WORKER_CONFIG = (
         Importance.LOW,
         "Most records a sink task receives in one put.",
         at_least(1),
+    )
+    .define(
+        "listeners",
+        Type.LIST,
+        "http://127.0.0.1:8083",
+        Importance.LOW,
+        "Where the REST API listens: one http://host:port URL (port 0 takes a free port). The default binds the "
+        "loopback interface only.",
+        listener_urls,
+    )
+    .define(
+        "topic.tracking.enable",
+        Type.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Record the topics each connector uses in the status store (KIP-558) and serve them over REST.",
+    )
+    .define(
+        "topic.tracking.allow.reset",
+        Type.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Allow resetting a connector's active topics through the REST API.",
     )
 )
 

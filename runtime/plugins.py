@@ -12,7 +12,7 @@ from typing import Any
 import pluggy
 
 from headwater.sdk import CONNECTOR_ENTRY_POINT_GROUP, PLUGIN_ENTRY_POINT_GROUP, hookspecs
-from headwater.sdk.connector import Connector
+from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.hookspecs import PROJECT, hookimpl
 from headwater.sdk.records import TopicPartition
@@ -114,3 +114,16 @@ def resolve_connector_class(spec: str | type[Connector], key: str = "connector.c
         raise ConfigError(key, spec, "Class is not a Connector")
     known = ", ".join(sorted(installed)) or "none installed"
     raise ConfigError(key, spec, f"Unknown connector; installed connectors: {known}")
+
+
+def connector_type(spec: str | type[Connector] | None) -> str:
+    """``source``, ``sink`` or, for a class that cannot be found, ``unknown`` (Kafka Connect's connector types)."""
+    if spec is None:
+        return "unknown"
+    try:
+        cls = resolve_connector_class(spec)
+    except ConfigError:
+        return "unknown"
+    if issubclass(cls, SinkConnector):
+        return "sink"
+    return "source" if issubclass(cls, SourceConnector) else "unknown"

@@ -1,10 +1,11 @@
 """The standalone worker, Kafka Connect's ``connect-standalone``: one process, connectors from files, source offsets
 in a local file.
 
-``headwater standalone worker.properties connector.properties ...`` validates every file first (a bad one exits
+``headwater standalone worker.properties [connector.properties ...]`` validates every file first (a bad one exits
 with code 2 before anything connects), loads the offsets file (read only), waits until the Kafka cluster at
-``bootstrap.servers`` answers a metadata request, retrying with a doubling backoff, then starts each connector
-and runs until SIGTERM or SIGINT. Stopping is graceful: tasks finish their pass, flush their producers and commit
+``bootstrap.servers`` answers a metadata request, retrying with a doubling backoff, starts serving Kafka Connect's
+REST API at ``listeners`` (by default ``http://127.0.0.1:8083``), then starts each connector and runs until
+SIGTERM or SIGINT. Stopping is graceful: tasks finish their pass, flush their producers and commit
 (source offsets to the file, sink offsets to the group ``connect-<name>``), connectors stop, and the process
 exits 0.
 
@@ -30,11 +31,13 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list
+from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.properties import ConfigFile, read_connector_properties, read_properties
+from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.storage.offsets import FileOffsetStore
+from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.tasks.base import State
 from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.worker import Worker, connector_config_def
@@ -97,9 +100,16 @@ class StandaloneWorker:
     """A worker, its herder and its offsets file, built from a worker config file and connector config files.
 
     Building it validates every file and touches neither the broker nor the offsets file; :meth:`run` does both.
+    Statuses and active topics go to ``status_store`` (in memory by default, as in Kafka Connect's standalone
+    mode); :meth:`run` starts and stops it.
     """
 
-    def __init__(self, worker_file: ConfigFile, connector_files: Sequence[ConfigFile]) -> None:
+    def __init__(
+        self,
+        worker_file: ConfigFile,
+        connector_files: Sequence[ConfigFile],
+        status_store: StatusStore | None = None,
+    ) -> None:
         self.worker_file = worker_file
         self.config = worker_file.parse(STANDALONE_CONFIG)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
@@ -108,7 +118,9 @@ class StandaloneWorker:
         self.worker = Worker(
             worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=_worker_id()
         )
-        self.herder = StandaloneHerder(self.worker)
+        self.herder = StandaloneHerder(self.worker, status_store)
+        self.listener = parse_listener("listeners", self.config["listeners"][0])
+        self.rest: RestServer | None = None
         self.connector_files: list[ConfigFile] = []
         for file in connector_files:
             self._add(file)
@@ -171,7 +183,9 @@ class StandaloneWorker:
             if not self.wait_for_broker(stop):
                 log.info("standalone worker stopped before Kafka answered; nothing was started")
                 return 0
+            self.herder.status_store.start()
             try:
+                self._serve_rest()
                 for file in self.connector_files:
                     self._start(file)
                 log.info("standalone worker started")
@@ -179,11 +193,25 @@ class StandaloneWorker:
                     self.herder.tick()
             finally:
                 log.info("standalone worker stopping")
+                if self.rest is not None:
+                    self.rest.stop()
                 self.herder.stop()
+                self.herder.status_store.stop()
             log.info("standalone worker stopped")
             return 0
         finally:
             self.offset_store.stop()
+
+    def _serve_rest(self) -> None:
+        """Start the REST server at ``listeners``; raises ConnectError when its address cannot be bound. From then
+        on the worker's id in statuses is its REST address, ``host:port``, as in Kafka Connect."""
+        host, port = self.listener
+        app = create_app(self.herder, kafka_cluster_id(self.admin_config()))
+        rest = RestServer(app, host, port)
+        rest.start()
+        self.rest = rest
+        advertised = socket.gethostname() if host in ("0.0.0.0", "::") else host
+        self.worker.worker_id = f"{advertised}:{rest.port}"
 
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]
@@ -206,6 +234,16 @@ def validate_connector(worker: Worker, file: ConfigFile) -> None:
         worker.validate(file.values)
     except ConfigError as error:
         raise file.config_error(error) from None
+
+
+def kafka_cluster_id(config: Mapping[str, Any], timeout_s: float = 5.0) -> str | None:
+    """The id of the Kafka cluster (``GET /`` shows it), ``None`` when the cluster does not say."""
+    settings: dict[str, Any] = {**config, "logger": _CollectedLog()}
+    try:
+        found = AdminClient(settings).list_topics(timeout=timeout_s).cluster_id
+    except KafkaException:
+        return None
+    return str(found) if found else None
 
 
 def _worker_id() -> str:

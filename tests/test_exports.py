@@ -13,6 +13,7 @@ PACKAGES = [
     "headwater.sdk",
     "headwater.runtime",
     "headwater.runtime.transport",
+    "headwater.runtime.rest",
     "headwater.runtime.storage",
     "headwater.harness",
 ]

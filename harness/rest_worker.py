@@ -1,0 +1,113 @@
+"""A real standalone worker for REST API tests: its run loop on a thread, its REST server on a free loopback port,
+and an HTTP client (httpx, from the ``dev`` extra) for it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from headwater.runtime.standalone import StandaloneWorker
+
+TIMEOUT_S = 30.0
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = TIMEOUT_S) -> Any:
+    """Poll ``condition`` until it returns something truthy (returned); fail naming ``what`` after the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = condition()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout_s} s (last: {found!r})")
+        time.sleep(0.02)
+
+
+class RestWorker:
+    """A :class:`StandaloneWorker` running on a thread; ``http`` talks to its REST API."""
+
+    def __init__(self, standalone: StandaloneWorker) -> None:
+        self.standalone = standalone
+        self.herder = standalone.herder
+        self.stop_event = threading.Event()
+        self.exit_code: int | None = None
+        self.thread = threading.Thread(target=self._run, name="standalone-under-test", daemon=True)
+        self.thread.start()
+        rest = wait_until(lambda: self.standalone.rest or self.exit_code is not None, "the REST server starting")
+        assert self.exit_code is None, f"the worker exited with {self.exit_code}"
+        self.url: str = rest.url
+        self.http = httpx.Client(base_url=self.url, timeout=TIMEOUT_S)
+
+    def _run(self) -> None:
+        self.exit_code = self.standalone.run(self.stop_event)
+
+    def stop(self) -> int | None:
+        self.http.close()
+        self.stop_event.set()
+        self.thread.join(TIMEOUT_S)
+        assert not self.thread.is_alive(), "the worker did not stop"
+        return self.exit_code
+
+    # ---- helpers -----------------------------------------------------------------------------------------------
+
+    def create(self, name: str, config: dict[str, Any], **body: Any) -> httpx.Response:
+        response = self.http.post("/connectors", json={"name": name, "config": config, **body})
+        assert response.status_code == 201, response.text
+        return response
+
+    def status(self, name: str) -> dict[str, Any]:
+        response = self.http.get(f"/connectors/{name}/status")
+        assert response.status_code == 200, response.text
+        found: dict[str, Any] = response.json()
+        return found
+
+    def states(self, name: str) -> tuple[str, list[str]]:
+        """The connector's state and its tasks' states."""
+        found = self.status(name)
+        return found["connector"]["state"], [task["state"] for task in found["tasks"]]
+
+    def wait_for_states(self, name: str, connector: str, tasks: list[str]) -> None:
+        wait_until(lambda: self.states(name) == (connector, tasks), f"{name} reaching {connector} {tasks}")
+
+    def topics(self, name: str) -> list[str]:
+        response = self.http.get(f"/connectors/{name}/topics")
+        assert response.status_code == 200, response.text
+        found: list[str] = response.json()[name]["topics"]
+        return found
+
+    def offsets(self, name: str) -> list[dict[str, Any]]:
+        response = self.http.get(f"/connectors/{name}/offsets")
+        assert response.status_code == 200, response.text
+        found: list[dict[str, Any]] = response.json()["offsets"]
+        return found
+
+    def wait_for_offsets(self, name: str, expected: list[dict[str, Any]]) -> None:
+        wait_until(lambda: self.offsets(name) == expected, f"{name}'s offsets becoming {expected}")
+
+    def __repr__(self) -> str:
+        return f"RestWorker({self.url}, connectors={self.herder.connectors()})"
+
+
+def source_config(topic: str, **extra: Any) -> dict[str, Any]:
+    """A monitorable source writing ``max.messages`` (default 3) records to ``topic``; ``_`` in keys for ``.``."""
+    return {
+        "connector.class": "monitorable-source",
+        "topic": topic,
+        "max.messages": "3",
+        **{key.replace("_", "."): str(value) for key, value in extra.items()},
+    }
+
+
+def sink_config(topics: str, **extra: Any) -> dict[str, Any]:
+    """A monitorable sink consuming ``topics`` as bytes; ``_`` in keys for ``.``."""
+    return {
+        "connector.class": "monitorable-sink",
+        "topics": topics,
+        "key.converter": "bytes",
+        "value.converter": "bytes",
+        **{key.replace("_", "."): str(value) for key, value in extra.items()},
+    }

@@ -1,0 +1,80 @@
+"""``/connector-plugins``: the installed connectors (entry-point group ``headwater.connectors``), their config
+keys, and validating a config against one of them (Kafka Connect's ``ConnectorPluginsResource``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query
+from fastapi.responses import JSONResponse, Response
+
+from headwater.runtime.errors import BadRequestError, NotFoundError
+from headwater.runtime.plugins import connector_type, installed_connectors, resolve_connector_class
+from headwater.runtime.rest import schemas
+from headwater.runtime.rest.errors import responses
+from headwater.runtime.rest.views import string_config
+from headwater.runtime.validation import validate_connector_config
+from headwater.sdk.connector import Connector
+from headwater.sdk.errors import ConfigError
+
+
+def class_name(cls: type[Connector]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def plugin_infos() -> list[dict[str, Any]]:
+    """``[{"class", "type", "version"}]`` of every installed connector, by class name."""
+    found = []
+    for cls in {*installed_connectors().values()}:
+        try:
+            version = cls().version()
+        except Exception:
+            version = None
+        info: dict[str, Any] = {"class": class_name(cls), "type": connector_type(cls)}
+        if version is not None:
+            info["version"] = version
+        found.append(info)
+    return sorted(found, key=lambda info: str(info["class"]))
+
+
+def _same_plugin(included: str, plugin: str) -> bool:
+    """Whether two ``connector.class`` spellings (entry-point name, class name, import path) name one class."""
+    if included == plugin:
+        return True
+    try:
+        return resolve_connector_class(included) is resolve_connector_class(plugin)
+    except ConfigError:
+        return False
+
+
+def plugins_router() -> APIRouter:
+    router = APIRouter(prefix="/connector-plugins", tags=["connector-plugins"])
+
+    @router.get("", responses=responses(list[schemas.PluginInfo]))
+    def list_plugins(connectors_only: Annotated[bool, Query(alias="connectorsOnly")] = True) -> Response:
+        """The installed connectors (``connectorsOnly=false`` lists the same: converters and transforms are not
+        plugins here)."""
+        return JSONResponse(plugin_infos())
+
+    @router.get("/{plugin}/config", responses=responses(list[schemas.ConfigKeyInfo], 200, 404))
+    def plugin_config(plugin: str) -> Response:
+        """The connector's own config keys."""
+        try:
+            cls = resolve_connector_class(plugin)
+        except ConfigError as error:
+            raise NotFoundError(f"Unknown plugin {plugin}: {error.reason}") from None
+        infos = validate_connector_config({"connector.class": plugin})["configs"]
+        own = cls().config_def().keys
+        return JSONResponse([info["definition"] for info in infos if info["definition"]["name"] in own])
+
+    @router.put("/{plugin}/config/validate", responses=responses(schemas.ConfigInfos, 200, 400))
+    def validate(plugin: str, config: Annotated[schemas.ConfigMap, Body()]) -> Response:
+        """Validate a connector config key by key; the body's ``connector.class`` (filled in from the path when
+        missing) must name the path's plugin."""
+        props = string_config(config)
+        included = props.get("connector.class")
+        if included is not None and not _same_plugin(included, plugin):
+            raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
+        return JSONResponse(validate_connector_config({**props, "connector.class": included or plugin}))
+
+    return router

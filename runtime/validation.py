@@ -1,0 +1,128 @@
+"""Validating a connector config key by key, reported in Kafka Connect's ``ConfigInfos`` shape (what
+``PUT /connector-plugins/{plugin}/config/validate`` answers):
+
+.. code-block:: json
+
+    {"name": "<connector.class>", "error_count": 0, "groups": [],
+     "configs": [{"definition": {"name", "type", "required", "default_value", "importance", "documentation",
+                                 "group", "order", "width", "display_name", "dependents"},
+                  "value": {"name", "value", "recommended_values", "errors", "visible"}}]}
+
+The keys are the runtime's common keys for the connector's kind followed by the connector's own; each error message
+names its key. A connector that overrides ``validate`` is asked too, and what it raises is added to its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from headwater.runtime.config import CONNECTOR_CONFIG
+from headwater.runtime.errors import InvalidConfigError
+from headwater.runtime.plugins import resolve_connector_class
+from headwater.runtime.worker import connector_config_def
+from headwater.sdk.config import ConfigDef, ConfigKey, Type
+from headwater.sdk.connector import Connector
+from headwater.sdk.errors import ConfigError
+
+ConfigInfos = dict[str, Any]
+"""Kafka Connect's ``ConfigInfos`` as JSON-ready data."""
+
+NULL_VALUE = "Null value can not be supplied as the configuration value."
+HIDDEN = "[hidden]"
+
+
+def validate_connector_config(props: Mapping[str, Any]) -> ConfigInfos:
+    """Every defined key of the connector's config with its value and errors. A missing or unknown
+    ``connector.class`` is an error on that key, reported against the runtime's common keys only."""
+    definition, errors = _errors(props)
+    configs = [_config_info(key, props, errors.get(key.name, [])) for key in definition]
+    undefined = [name for name in errors if name not in definition.keys]
+    configs += [_undefined_info(name, props, errors[name]) for name in undefined]
+    groups = list(dict.fromkeys(key.group for key in definition if key.group))
+    return {
+        "name": str(props.get("connector.class") or ""),
+        "error_count": sum(len(messages) for messages in errors.values()),
+        "groups": groups,
+        "configs": configs,
+    }
+
+
+def check_connector_config(props: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidConfigError` naming every bad key when the config is not valid."""
+    _, errors = _errors(props)
+    if errors:
+        raise InvalidConfigError(errors)
+
+
+def _errors(props: Mapping[str, Any]) -> tuple[ConfigDef, dict[str, list[str]]]:
+    """The config's definition and its error messages by key (only keys with errors)."""
+    spec = props.get("connector.class")
+    if not spec:
+        errors = CONNECTOR_CONFIG.errors(props)
+        return CONNECTOR_CONFIG, _with_nulls(errors, props)
+    try:
+        cls = resolve_connector_class(spec)
+    except ConfigError as error:
+        errors = CONNECTOR_CONFIG.errors(props)
+        errors["connector.class"] = [str(error)]
+        return CONNECTOR_CONFIG, _with_nulls(errors, props)
+    probe = cls()
+    definition = connector_config_def(probe)
+    errors = definition.errors(props)
+    if type(probe).validate is not Connector.validate:
+        try:
+            probe.validate(props)
+        except ConfigError as error:
+            found = errors.setdefault(error.key, [])
+            if str(error) not in found:
+                found.append(str(error))
+        except Exception as error:
+            errors.setdefault("connector.class", []).append(f"Connector validation failed: {error}")
+    return definition, _with_nulls(errors, props)
+
+
+def _with_nulls(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:
+    for name, value in props.items():
+        if value is None and NULL_VALUE not in errors.get(name, []):
+            errors.setdefault(name, []).append(NULL_VALUE)
+    return errors
+
+
+def _config_info(key: ConfigKey, props: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    definition: dict[str, Any] = {
+        "name": key.name,
+        "type": key.type.value,
+        "required": key.required,
+        "default_value": None if key.required or key.default is None else config_string(key.default),
+        "importance": key.importance.value,
+        "documentation": key.documentation,
+        "group": key.group,
+        "order": -1,
+        "width": "NONE",
+        "display_name": key.display_name or key.name,
+        "dependents": [],
+    }
+    raw = props.get(key.name)
+    shown = None if raw is None else HIDDEN if key.type is Type.PASSWORD else config_string(raw)
+    return {"definition": definition, "value": _value_info(key.name, shown, errors)}
+
+
+def _undefined_info(name: str, props: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    """A key the connector does not define that has errors (a null value): Connect reports it without a
+    definition."""
+    raw = props.get(name)
+    return {"definition": None, "value": _value_info(name, None if raw is None else config_string(raw), errors)}
+
+
+def _value_info(name: str, value: str | None, errors: list[str]) -> dict[str, Any]:
+    return {"name": name, "value": value, "recommended_values": [], "errors": list(errors), "visible": True}
+
+
+def config_string(value: Any) -> str:
+    """A config value as Kafka Connect writes it in a string map: lists comma-separated, booleans lower-case."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(config_string(item) for item in value)
+    return str(value)

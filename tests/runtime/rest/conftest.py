@@ -1,0 +1,50 @@
+"""Fixtures for the REST API tests: real standalone workers against the real broker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headwater.harness.monitorable import RuntimeHandles
+from headwater.harness.rest_worker import RestWorker
+from headwater.runtime.properties import format_properties, read_properties
+from headwater.runtime.standalone import StandaloneWorker
+from headwater.runtime.storage.status import StatusStore
+
+MakeWorker = Callable[..., RestWorker]
+
+
+@pytest.fixture
+def make_rest_worker(kafka_bootstrap: str, tmp_path: Path, runtime_handles: RuntimeHandles) -> Iterator[MakeWorker]:
+    """``make_rest_worker(status_store=None, **worker_props)``: a running worker (``_`` in keys for ``.``);
+    every worker is stopped after the test."""
+    made: list[RestWorker] = []
+
+    def make(status_store: StatusStore | None = None, **props: Any) -> RestWorker:
+        worker_props = {
+            "bootstrap.servers": kafka_bootstrap,
+            "listeners": "http://127.0.0.1:0",
+            "offset.storage.file.filename": str(tmp_path / f"offsets-{len(made)}"),
+            "offset.flush.interval.ms": 200,
+            "consumer.max.poll.records": 100,
+            **{key.replace("_", "."): value for key, value in props.items()},
+        }
+        path = tmp_path / f"worker-{len(made)}.properties"
+        path.write_text(format_properties(worker_props), encoding="utf-8")
+        worker = RestWorker(StandaloneWorker(read_properties(path), [], status_store=status_store))
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        if worker.thread.is_alive():
+            worker.stop()
+
+
+@pytest.fixture
+def rest_worker(make_rest_worker: MakeWorker) -> RestWorker:
+    """A running worker with the default worker config."""
+    return make_rest_worker()

@@ -1,0 +1,184 @@
+"""Statuses, tasks, restarts (KIP-745), pause, resume and stop (KIP-875) over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from headwater.harness.monitorable import MonitorableSourceConnector, MonitorableSourceTask, RuntimeHandles
+from headwater.harness.rest_worker import RestWorker, source_config
+from headwater.sdk import SourceTask
+
+pytestmark = pytest.mark.kafka
+
+
+class FailingSourceTask(MonitorableSourceTask):
+    """Fails at start while its config says ``fail.task=<its number>``."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        super().start(config)
+        if config.get("fail.task") == config["task.id"]:
+            raise RuntimeError(f"task {config['task.id']} was told to fail")
+
+
+class FailingSource(MonitorableSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return FailingSourceTask
+
+
+FAILING = f"{__name__}:FailingSource"
+
+
+def starts(handles: RuntimeHandles, name: str, task: int | None) -> int:
+    return sum(1 for c, t, event, _ in handles.events if (c, t, event) == (name, task, "start"))
+
+
+def test_status_and_tasks_of_a_running_connector(rest_worker: RestWorker, unique_name: str) -> None:
+    rest_worker.create(unique_name, source_config("t", tasks_max=2))
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
+    status = rest_worker.status(unique_name)
+    worker_id = rest_worker.url.removeprefix("http://")
+    assert worker_id == rest_worker.standalone.worker.worker_id
+    assert status == {
+        "name": unique_name,
+        "connector": {"state": "RUNNING", "worker_id": worker_id},
+        "tasks": [
+            {"id": 0, "state": "RUNNING", "worker_id": worker_id},
+            {"id": 1, "state": "RUNNING", "worker_id": worker_id},
+        ],
+        "type": "source",
+    }
+    tasks = rest_worker.http.get(f"/connectors/{unique_name}/tasks").json()
+    assert [task["id"] for task in tasks] == [{"connector": unique_name, "task": t} for t in (0, 1)]
+    assert tasks[1]["config"]["task.id"] == "1"
+    task = rest_worker.http.get(f"/connectors/{unique_name}/tasks/1/status")
+    assert task.json() == {"id": 1, "state": "RUNNING", "worker_id": worker_id}
+
+
+def test_unknown_task_status_is_not_found(rest_worker: RestWorker, unique_name: str) -> None:
+    rest_worker.create(unique_name, source_config("t"))
+    response = rest_worker.http.get(f"/connectors/{unique_name}/tasks/7/status")
+    assert response.status_code == 404
+    assert response.json()["message"] == f"No status found for task {unique_name}-7"
+    assert rest_worker.http.get(f"/connectors/{unique_name}/tasks/x/status").status_code == 404
+
+
+def test_failed_task_shows_its_trace(rest_worker: RestWorker, unique_name: str) -> None:
+    rest_worker.create(unique_name, {**source_config("t"), "connector.class": FAILING, "fail.task": "0"})
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["FAILED"])
+    task = rest_worker.http.get(f"/connectors/{unique_name}/tasks/0/status").json()
+    assert task["state"] == "FAILED"
+    assert "task 0 was told to fail" in task["trace"]
+
+
+@pytest.mark.parametrize(
+    ("query", "code", "connector_starts"),
+    [("", 204, 2), ("?onlyFailed=true", 202, 1)],
+    ids=["plain-restarts-the-connector-instance-only", "only-failed-without-failures-restarts-nothing"],
+)
+def test_restart_without_tasks(
+    rest_worker: RestWorker,
+    unique_name: str,
+    runtime_handles: RuntimeHandles,
+    query: str,
+    code: int,
+    connector_starts: int,
+) -> None:
+    rest_worker.create(unique_name, source_config("t"))
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING"])
+    response = rest_worker.http.post(f"/connectors/{unique_name}/restart{query}")
+    assert response.status_code == code
+    if code == 204:
+        assert response.content == b""
+    else:
+        assert response.json()["connector"]["state"] == "RUNNING"
+    assert rest_worker.states(unique_name) == ("RUNNING", ["RUNNING"])
+    assert [starts(runtime_handles, unique_name, t) for t in (None, 0)] == [connector_starts, 1]
+
+
+def test_restart_with_tasks_answers_202_with_restarting_states(
+    rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles
+) -> None:
+    rest_worker.create(unique_name, source_config("t", tasks_max=2))
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
+    response = rest_worker.http.post(f"/connectors/{unique_name}/restart", params={"includeTasks": "true"})
+    assert response.status_code == 202
+    body = response.json()
+    assert body["connector"]["state"] == "RESTARTING"
+    assert [task["state"] for task in body["tasks"]] == ["RESTARTING", "RESTARTING"]
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
+    assert [starts(runtime_handles, unique_name, t) for t in (None, 0, 1)] == [2, 2, 2]
+
+
+def test_restart_only_failed_tasks(rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles) -> None:
+    config = {**source_config("t", tasks_max=2), "connector.class": FAILING, "fail.task": "1"}
+    rest_worker.create(unique_name, config)
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "FAILED"])
+    response = rest_worker.http.post(
+        f"/connectors/{unique_name}/restart", params={"includeTasks": "true", "onlyFailed": "true"}
+    )
+    assert response.status_code == 202
+    body = response.json()
+    assert body["connector"]["state"] == "RUNNING"
+    assert [task["state"] for task in body["tasks"]] == ["RUNNING", "RESTARTING"]
+    assert [starts(runtime_handles, unique_name, t) for t in (None, 0, 1)] == [1, 1, 2]
+
+
+def test_restart_one_task(rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles) -> None:
+    rest_worker.create(unique_name, source_config("t", tasks_max=2))
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
+    assert rest_worker.http.post(f"/connectors/{unique_name}/tasks/1/restart").status_code == 204
+    assert [starts(runtime_handles, unique_name, t) for t in (None, 0, 1)] == [1, 1, 2]
+    missing = rest_worker.http.post(f"/connectors/{unique_name}/tasks/5/restart")
+    assert missing.status_code == 404
+    assert missing.json()["message"] == f"Task {unique_name}-5 not found"
+
+
+def test_pause_and_resume(rest_worker: RestWorker, unique_name: str) -> None:
+    rest_worker.create(unique_name, source_config("t"))
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING"])
+    for _ in range(2):  # idempotent
+        assert rest_worker.http.put(f"/connectors/{unique_name}/pause").status_code == 202
+    rest_worker.wait_for_states(unique_name, "PAUSED", ["PAUSED"])
+    assert rest_worker.http.put(f"/connectors/{unique_name}/resume").status_code == 202
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING"])
+
+
+def test_stop_leaves_no_tasks_and_resume_starts_them_again(
+    rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles
+) -> None:
+    rest_worker.create(unique_name, source_config("t", tasks_max=2))
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
+    for _ in range(2):  # idempotent
+        response = rest_worker.http.put(f"/connectors/{unique_name}/stop")
+        assert response.status_code == 204
+    assert rest_worker.states(unique_name) == ("STOPPED", [])
+    assert rest_worker.http.get(f"/connectors/{unique_name}/tasks").json() == []
+    assert rest_worker.http.get(f"/connectors/{unique_name}").json()["tasks"] == []
+    assert rest_worker.http.put(f"/connectors/{unique_name}/resume").status_code == 202
+    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
+    stops = [(t, deleted) for c, t, event, deleted in runtime_handles.events if event == "stop" and c == unique_name]
+    assert sorted(stops, key=str) == sorted([(0, False), (1, False), (None, False)], key=str)
+
+
+@pytest.mark.parametrize(("initial", "expected"), [("PAUSED", ("PAUSED", ["PAUSED"])), ("STOPPED", ("STOPPED", []))])
+def test_initial_state(rest_worker: RestWorker, unique_name: str, initial: str, expected: tuple[Any, ...]) -> None:
+    rest_worker.create(unique_name, source_config("t"), initial_state=initial)
+    rest_worker.wait_for_states(unique_name, *expected)
+
+
+def test_a_stopped_connector_can_be_paused_into_paused_tasks(rest_worker: RestWorker, unique_name: str) -> None:
+    rest_worker.create(unique_name, source_config("t"), initial_state="STOPPED")
+    assert rest_worker.http.put(f"/connectors/{unique_name}/pause").status_code == 202
+    rest_worker.wait_for_states(unique_name, "PAUSED", ["PAUSED"])
+
+
+def test_unknown_initial_state_is_a_bad_request(rest_worker: RestWorker, unique_name: str) -> None:
+    response = rest_worker.http.post(
+        "/connectors", json={"name": unique_name, "config": source_config("t"), "initial_state": "ASLEEP"}
+    )
+    assert response.status_code == 400
+    assert "initial_state" in response.json()["message"]
+    assert rest_worker.http.get("/connectors").json() == []
