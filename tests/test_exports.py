@@ -15,6 +15,7 @@ PACKAGES = [
     "headwater.runtime.transport",
     "headwater.runtime.storage",
     "headwater.harness",
+    "headwater.reference_connectors.kafka_mirror",
 ]
 
 SDK_API = [

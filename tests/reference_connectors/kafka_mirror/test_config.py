@@ -3,10 +3,12 @@ and every key's bad values rejected with a message naming the key."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from headwater.harness.process import WorkerProcess
 from headwater.reference_connectors.kafka_mirror import (
     CONFIG_DEF,
     SEED_CONFIG,
@@ -14,6 +16,7 @@ from headwater.reference_connectors.kafka_mirror import (
     MirrorConfig,
     whitelist_pattern,
 )
+from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk import ConfigError
 
@@ -233,3 +236,14 @@ def test_client_settings_librdkafka_rejects_are_rejected_naming_their_key(key: s
 def test_several_bad_keys_are_all_named() -> None:
     error = _rejection({**MINIMAL, "poll.loop.timeout.ms": "-1", "source.max.poll.records": "0"})
     assert "poll.loop.timeout.ms" in str(error) and "source.max.poll.records" in str(error)
+
+
+def test_the_entry_point_names_the_connector() -> None:
+    assert resolve_connector_class("kafka-mirror") is KafkaMirrorSourceConnector
+
+
+def test_a_standalone_worker_refuses_a_bad_connector_file_naming_the_key(tmp_path: Path) -> None:
+    connector = {"connector.class": "kafka-mirror", **MINIMAL, "topic.list.poll.interval.ms": "often"}
+    with WorkerProcess(tmp_path, {"bootstrap.servers": "127.0.0.1:1"}, {"mirror": connector}) as worker:
+        worker.start().assert_exited(2)
+        worker.assert_log_contains("topic.list.poll.interval.ms", "often")
