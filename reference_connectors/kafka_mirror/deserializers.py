@@ -3,13 +3,12 @@
 The default, Kafka's ``ByteArrayDeserializer`` (alias ``bytes``), passes the source's bytes through untouched: pair
 it with the worker's ``bytes`` converters (``key.converter=bytes``, ``value.converter=bytes``) so records are copied
 byte for byte. Kafka's ``StringDeserializer`` (``string``), ``IntegerDeserializer`` and ``DoubleDeserializer`` map to
-confluent-kafka's deserializers of the same names; a ``package.module:Class`` path names any
-:class:`confluent_kafka.serialization.Deserializer` subclass, made without arguments.
+confluent-kafka's deserializers of the same names. Any other format is the business of the worker's converters: keep
+the bytes and configure a converter that reads them.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -39,36 +38,19 @@ _FACTORIES: dict[str, Callable[[], Deserializer] | None] = {
     f"{_JAVA}IntegerDeserializer": IntegerDeserializer,
     f"{_JAVA}DoubleDeserializer": DoubleDeserializer,
 }
-_HINT = f"use bytes, string, one of {', '.join(sorted(k for k in _FACTORIES if '.' in k))} or package.module:Class"
-
-
-def _load(key: str, spec: str) -> Deserializer:
-    module_name, _, attr = spec.partition(":")
-    if not (module_name and attr):
-        raise ConfigError(key, spec, f"Unknown deserializer; {_HINT}")
-    try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as error:
-        raise ConfigError(key, spec, f"Cannot load deserializer class ({error}); {_HINT}") from None
-    if not (isinstance(cls, type) and issubclass(cls, Deserializer)):
-        raise ConfigError(key, spec, "Not a confluent_kafka.serialization.Deserializer subclass")
-    try:
-        return cls()
-    except TypeError as error:
-        raise ConfigError(key, spec, f"Cannot create the deserializer: {error}") from None
+_HINT = f"use bytes, string or one of {', '.join(sorted(k for k in _FACTORIES if '.' in k))}"
 
 
 def load_deserializer(key: str, spec: str, is_key: bool) -> Deserialize | None:
     """The deserializer named by ``spec`` for config ``key``; ``None`` for bytes (nothing to do). Raises
     :class:`ConfigError` naming ``key`` when ``spec`` names none."""
     name = spec.strip()
-    if name in _FACTORIES or name.lower() in _FACTORIES:
-        factory = _FACTORIES.get(name, _FACTORIES.get(name.lower()))
-        if factory is None:
-            return None
-        deserializer = factory()
-    else:
-        deserializer = _load(key, name)
+    if name not in _FACTORIES and name.lower() not in _FACTORIES:
+        raise ConfigError(key, spec, f"Unknown deserializer; {_HINT}")
+    factory = _FACTORIES.get(name, _FACTORIES.get(name.lower()))
+    if factory is None:
+        return None
+    deserializer = factory()
     field = MessageField.KEY if is_key else MessageField.VALUE
 
     def deserialize(topic: str, data: bytes | None) -> Any:
