@@ -169,3 +169,9 @@ def test_a_failed_start_reports_the_broker_log(broker: LocalKafkaBroker, monkeyp
     assert raised.value.missing_tools == ()
     assert failing.pid is not None and not failing.running
     assert not failing.data_dir.exists()
+
+
+def test_pom_for_another_artifact_depends_on_it_with_the_same_logging() -> None:
+    pom = pom_xml("4.3.1", "connect-mirror")
+    assert "<artifactId>connect-mirror</artifactId><version>4.3.1</version>" in pom
+    assert "kafka_2.13" not in pom and "<artifactId>log4j-slf4j-impl</artifactId>" in pom
