@@ -79,40 +79,50 @@ class KafkaMirrorSourceTask(SourceTask):
 
     def poll(self) -> Sequence[SourceRecord] | None:
         assert self.consumer is not None
-        messages: list[Any] = self.consumer.consume(self.mirror.max_poll_records, self._timeout_s)  # typed per use
+        messages: list[Any] = self.consumer.consume(self.mirror.max_poll_records, self._timeout_s)
         if not messages:
             return None
         records: list[SourceRecord] = []
         append = records.append
         partitions, last, prefix = self.partitions, self.last, self._prefix
         headers_wanted = self.mirror.include_headers
-        decode_key, decode_value = self.mirror.key_deserializer, self.mirror.value_deserializer
+        run: PartitionKey | None = None  # consume() returns runs of one partition: look each run up once
+        source: dict[str, Any] = {}
+        destination = ""
+        offset = -1
         for message in messages:
             if message.error() is not None:
                 self._consumer_error(message.error())
                 continue
-            topic, partition, offset = message.topic(), message.partition(), message.offset()
-            key, value = message.key(), message.value()
-            if decode_key is not None:
-                key = decode_key(topic, key)
-            if decode_value is not None:
-                value = decode_value(topic, value)
+            topic, partition = message.topic(), message.partition()
+            if run is None or partition != run[1] or topic != run[0]:
+                if run is not None:
+                    last[run] = offset
+                run = (topic, partition)
+                source, destination = partitions[run], prefix + topic
+            offset = message.offset()
             kind, timestamp = message.timestamp()
             headers = (message.headers() or ()) if headers_wanted else ()
+            value, key = message.value(), message.key()
             append(
                 SourceRecord(
-                    partitions[(topic, partition)],
-                    {"offset": offset},
-                    prefix + topic,
-                    value,
-                    key,
-                    None,
-                    timestamp if kind else None,
-                    headers,
+                    source, {"offset": offset}, destination, value, key, None, timestamp if kind else None, headers
                 )
             )
-            last[(topic, partition)] = offset
+        if run is not None:
+            last[run] = offset
+        if self.mirror.key_deserializer is not None or self.mirror.value_deserializer is not None:
+            self._deserialize(records, len(prefix))
         return records
+
+    def _deserialize(self, records: list[SourceRecord], prefix_length: int) -> None:
+        decode_key, decode_value = self.mirror.key_deserializer, self.mirror.value_deserializer
+        for record in records:
+            topic = record.topic[prefix_length:]
+            if decode_key is not None:
+                record.key = decode_key(topic, record.key)
+            if decode_value is not None:
+                record.value = decode_value(topic, record.value)
 
     def _consumer_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._PARTITION_EOF:
