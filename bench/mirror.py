@@ -54,12 +54,14 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from kafka_pipeline import (
     BATCH,
     FULL_QUEUE_WAIT_S,
+    HEADER,
     TIMEOUT_S,
     WATCH_INTERVAL_S,
     BenchError,
     Child,
     Inspector,
     Run,
+    produce_sequence,
     report,
     scratch,
     write_properties,
@@ -67,7 +69,6 @@ from kafka_pipeline import (
 
 from headwater.harness.broker import KAFKA_VERSION, fetch_jars, free_ports, logging_config, require_tools
 from headwater.harness.cluster import SECOND_BOOTSTRAP_ENV, find_cluster
-from headwater.harness.synthetic import sequence_value
 from headwater.runtime.transport.kafka import PRODUCER_DEFAULTS
 
 SIDES = ("headwater", "raw", "mm2")
@@ -148,15 +149,7 @@ class MirrorBench:
             (self.source_servers, self.topic, self.args.records),
             (self.destination_servers, warm_up, max(self.args.records // 10, 1)),
         ):
-            producer = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": servers})
-            for n in range(count):
-                while True:
-                    try:
-                        producer.produce(topic, sequence_value(n, self.args.record_bytes))
-                        break
-                    except BufferError:
-                        producer.poll(FULL_QUEUE_WAIT_S)
-            if producer.flush(TIMEOUT_S):
+            if produce_sequence(servers, topic, count, self.args.record_bytes):
                 raise BenchError(f"could not fill {topic}")
         if (count := self.source.count(self.topic)) != self.args.records:
             raise BenchError(f"{self.topic} holds {count} records, not {self.args.records}")
@@ -318,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"({destination.source}), commits every {args.flush_interval_ms} ms",
                 flush=True,
             )
-            print(f"{'repeat':<7}{'side':<8}{'kind':<11}{'records':>10}{'seconds':>9}{'records/s':>12}{'cpu s':>9}")
+            print(HEADER)
             with scratch(args.keep) as directory:
                 bench = MirrorBench(args, source.bootstrap_servers, destination.bootstrap_servers, directory)
                 try:
