@@ -169,7 +169,7 @@ def test_a_topic_created_mid_run_is_mirrored_within_the_poll_interval(
     noticed = time.monotonic() - created
     wait_for_records(worker, destination, late, 20)
     mirrored = time.monotonic() - created
-    assert noticed < 3.0 + 0.5, f"the new topic was noticed after {noticed:.1f} s; the monitor polls every 3 s"
+    assert noticed < 3.0 + 1.0, f"the new topic was noticed after {noticed:.1f} s; the monitor polls every 3 s"
     assert mirrored < 3.0 + 5.0, f"the new topic was mirrored after {mirrored:.1f} s"
 
     produce(source.bootstrap_servers, first, records(10, start=10, tag="a"))  # the reconfigured tasks resume
