@@ -226,6 +226,19 @@ def raw_consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def produce_sequence(bootstrap_servers: str, topic: str, records: int, record_bytes: int) -> int:
+    """Write ``sequence_value(0..records-1)`` to ``topic`` (unmeasured set-up); return how many were not delivered."""
+    producer = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": bootstrap_servers})
+    for n in range(records):
+        while True:
+            try:
+                producer.produce(topic, sequence_value(n, record_bytes))
+                break
+            except BufferError:
+                producer.poll(FULL_QUEUE_WAIT_S)
+    return int(producer.flush(TIMEOUT_S))
+
+
 def settings(pairs: Sequence[str]) -> dict[str, str]:
     """``KEY=VALUE`` pairs as a dict."""
     return dict(pair.split("=", 1) for pair in pairs)
@@ -562,15 +575,7 @@ class Bench:
         topic = self._name("warm-up", 0)
         self.topics.append(topic)
         self.inspector.create_topic(topic, self.args.partitions)
-        producer = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": self.bootstrap_servers})
-        for i in range(n):
-            while True:
-                try:
-                    producer.produce(topic, sequence_value(i, self.args.record_bytes))
-                    break
-                except BufferError:
-                    producer.poll(FULL_QUEUE_WAIT_S)
-        producer.flush(TIMEOUT_S)
+        produce_sequence(self.bootstrap_servers, topic, n, self.args.record_bytes)
         config = {**CONSUMER_DEFAULTS, "bootstrap.servers": self.bootstrap_servers, "group.id": topic}
         consumer = Consumer(config)
         consumer.subscribe([topic])
@@ -601,6 +606,10 @@ class Bench:
         if not self.args.keep_topics:
             self.inspector.delete_topics(self.topics)
         self.inspector.close()
+
+
+HEADER = f"{'repeat':<7}{'side':<8}{'kind':<11}{'records':>10}{'seconds':>9}{'records/s':>12}{'cpu s':>9}"
+"""The column heads of the lines :func:`report` prints."""
 
 
 def report(repeat: int, run: Run) -> Run:
@@ -669,7 +678,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{''.join(f', {pair}' for pair in args.client)}",
             flush=True,
         )
-        print(f"{'repeat':<7}{'side':<8}{'kind':<11}{'records':>10}{'seconds':>9}{'records/s':>12}{'cpu s':>9}")
+        print(HEADER)
         with scratch(args.keep) as directory:
             bench = Bench(args, cluster.bootstrap_servers, directory)
             try:

@@ -47,6 +47,7 @@ from typing import IO
 KAFKA_VERSION = "4.3.1"
 FALLBACK_KAFKA_VERSION = "3.9.2"
 LOG4J_VERSION = "2.25.5"
+BROKER_ARTIFACT = "kafka_2.13"
 INSTALL_HINT = "install Java 17 and Maven (apt-get install openjdk-17-jre-headless maven)"
 DEFAULT_JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 _MARKER = ".fetched"
@@ -77,9 +78,11 @@ def require_tools(*names: str) -> dict[str, str]:
     return {name: path for name, path in found.items() if path is not None}
 
 
-def pom_xml(kafka_version: str = KAFKA_VERSION) -> str:
-    """The pom whose runtime dependencies are a broker's classpath (the Kafka pom omits the logging backend)."""
-    deps = [("org.apache.kafka", "kafka_2.13", kafka_version)]
+def pom_xml(kafka_version: str = KAFKA_VERSION, artifact: str = BROKER_ARTIFACT) -> str:
+    """The pom whose runtime dependencies are the classpath of ``org.apache.kafka:<artifact>`` (the broker by default;
+    ``connect-mirror`` gives a Connect worker with MirrorMaker 2's connectors), plus the logging backend the Kafka
+    poms omit."""
+    deps = [("org.apache.kafka", artifact, kafka_version)]
     if kafka_version.startswith("3."):
         deps += [("org.slf4j", "slf4j-reload4j", "1.7.36"), ("ch.qos.reload4j", "reload4j", "1.2.25")]
     else:  # slf4j 1.7 binding for log4j2; explicit api/core win over kafka-server's, keeping all three equal
@@ -113,18 +116,22 @@ def pom_xml(kafka_version: str = KAFKA_VERSION) -> str:
 """
 
 
-def fetch_jars(cache_dir: Path | None = None, kafka_version: str = KAFKA_VERSION) -> Path:
-    """The directory of the broker's jars, downloaded with Maven on the first call (later calls return at once)."""
+def fetch_jars(
+    cache_dir: Path | None = None, kafka_version: str = KAFKA_VERSION, artifact: str = BROKER_ARTIFACT
+) -> Path:
+    """The directory of the broker's jars (or another Kafka ``artifact``'s, in ``<cache root>/<artifact>-<version>``),
+    downloaded with Maven on the first call (later calls return at once)."""
     tools = require_tools("java", "mvn")
-    cache_dir = Path(cache_dir) if cache_dir is not None else cache_root() / f"kafka-{kafka_version}"
+    default_dir = f"kafka-{kafka_version}" if artifact == BROKER_ARTIFACT else f"{artifact}-{kafka_version}"
+    cache_dir = Path(cache_dir) if cache_dir is not None else cache_root() / default_dir
     jars = cache_dir / "jars"
     marker = cache_dir / _MARKER
     cache_dir.mkdir(parents=True, exist_ok=True)
     with open(cache_dir / ".lock", "w") as lock:  # one download at a time, e.g. across pytest-xdist workers
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists() and any(jars.glob("kafka_2.13-*.jar")):
+        if marker.exists() and any(jars.glob(f"{artifact}-*.jar")):
             return jars
-        (cache_dir / "pom.xml").write_text(pom_xml(kafka_version))
+        (cache_dir / "pom.xml").write_text(pom_xml(kafka_version, artifact))
         command = [tools["mvn"], "-q", "-B", "-f", str(cache_dir / "pom.xml"), "dependency:copy-dependencies"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
         if done.returncode != 0:

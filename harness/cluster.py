@@ -17,6 +17,8 @@ from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafka
 log = logging.getLogger(__name__)
 
 BOOTSTRAP_ENV = "HEADWATER_KAFKA_BOOTSTRAP"
+SECOND_BOOTSTRAP_ENV = "HEADWATER_SECOND_KAFKA_BOOTSTRAP"
+"""Where a second, independent cluster answers (mirroring tests); otherwise one is started like the first."""
 DOCKER_IMAGE_ENV = "HEADWATER_KAFKA_IMAGE"
 DEFAULT_DOCKER_IMAGE = "confluentinc/cp-kafka:7.6.0"
 DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock"
@@ -64,10 +66,10 @@ def _local_jars() -> Cluster:
     return Cluster(broker.bootstrap_servers, "local jars", broker.stop)
 
 
-def find_cluster(bootstrap: str | None = None) -> Cluster:
-    """The first cluster available in the documented order; raises :class:`BrokerUnavailable` naming what was
-    tried and what to install."""
-    given = bootstrap or os.environ.get(BOOTSTRAP_ENV)
+def find_cluster(bootstrap: str | None = None, env: str = BOOTSTRAP_ENV, option: str = "--kafka-bootstrap") -> Cluster:
+    """The first cluster available in the documented order (given servers: ``bootstrap``, else the environment
+    variable ``env``); raises :class:`BrokerUnavailable` naming what was tried and what to install."""
+    given = bootstrap or os.environ.get(env)
     if given:
         return Cluster(given, "external")
     tried: list[str] = []
@@ -84,8 +86,8 @@ def find_cluster(bootstrap: str | None = None) -> Cluster:
     except BrokerUnavailable as error:
         tried.append(str(error))
     raise BrokerUnavailable(
-        f"no Kafka broker for the real-broker tests ({'; '.join(tried)}). Give one with --kafka-bootstrap or "
-        f"{BOOTSTRAP_ENV}, run a Docker engine, or {INSTALL_HINT}"
+        f"no Kafka broker for the real-broker tests ({'; '.join(tried)}). Give one with {option} or "
+        f"{env}, run a Docker engine, or {INSTALL_HINT}"
     )
 
 

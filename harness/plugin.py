@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from headwater.harness.broker import BrokerUnavailable
-from headwater.harness.cluster import BOOTSTRAP_ENV, Cluster, find_cluster
+from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, Cluster, find_cluster
 from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker, RawRecords
 from headwater.harness.monitorable import HANDLES, RuntimeHandles
 from headwater.harness.simulated import SimulatedWorker
@@ -28,6 +28,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"bootstrap servers of a Kafka cluster for the real-broker tests (or set {BOOTSTRAP_ENV})",
     )
     group.addoption(
+        "--second-kafka-bootstrap",
+        default=None,
+        help=f"bootstrap servers of a second, independent Kafka cluster (or set {SECOND_BOOTSTRAP_ENV})",
+    )
+    group.addoption(
         "--require-kafka",
         action="store_true",
         default=os.environ.get(REQUIRE_ENV, "") not in ("", "0"),
@@ -39,12 +44,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka: needs a real Kafka broker")
 
 
-@pytest.fixture(scope="session")
-def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
-    """A Kafka cluster for the whole session: given, in a container, or started from the local jars (in that
-    order). Skips the test when none can be had, unless ``--require-kafka``."""
+def _session_cluster(pytestconfig: pytest.Config, option: str, env: str) -> Iterator[Cluster]:
+    """The cluster given by command-line ``option`` or environment variable ``env``, else one found or started."""
+    given = pytestconfig.getoption(option.removeprefix("--").replace("-", "_"))
     try:
-        found = find_cluster(pytestconfig.getoption("kafka_bootstrap"))
+        found = find_cluster(given, env, option)
     except BrokerUnavailable as error:
         if pytestconfig.getoption("require_kafka"):
             pytest.fail(str(error), pytrace=False)
@@ -53,6 +57,27 @@ def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
         yield found
     finally:
         found.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    """A Kafka cluster for the whole session: given, in a container, or started from the local jars (in that
+    order). Skips the test when none can be had, unless ``--require-kafka``."""
+    yield from _session_cluster(pytestconfig, "--kafka-bootstrap", BOOTSTRAP_ENV)
+
+
+@pytest.fixture(scope="session")
+def second_kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    """A second Kafka cluster for the whole session, independent of :func:`kafka_cluster` (a mirror's source, say):
+    given by ``--second-kafka-bootstrap`` or ``HEADWATER_SECOND_KAFKA_BOOTSTRAP``, else found the same way, so
+    usually a second broker from the same local jars. Skips or fails like :func:`kafka_cluster`."""
+    yield from _session_cluster(pytestconfig, "--second-kafka-bootstrap", SECOND_BOOTSTRAP_ENV)
+
+
+@pytest.fixture(scope="session")
+def second_kafka_bootstrap(second_kafka_cluster: Cluster) -> str:
+    """The bootstrap servers of :func:`second_kafka_cluster`."""
+    return second_kafka_cluster.bootstrap_servers
 
 
 @pytest.fixture(scope="session")

@@ -180,3 +180,9 @@ def test_a_log_excerpt_keeps_the_first_errors_when_the_tail_has_moved_past_them(
     assert "Address already in use" in excerpt
     assert excerpt.endswith("shutdown 49") and "shutdown 44" not in excerpt
     assert broker_module._excerpt("a\nb", lines=5) == "a\nb", "no errors: just the tail"
+
+
+def test_pom_for_another_artifact_depends_on_it_with_the_same_logging() -> None:
+    pom = pom_xml("4.3.1", "connect-mirror")
+    assert "<artifactId>connect-mirror</artifactId><version>4.3.1</version>" in pom
+    assert "kafka_2.13" not in pom and "<artifactId>log4j-slf4j-impl</artifactId>" in pom

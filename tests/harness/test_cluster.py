@@ -9,7 +9,7 @@ import pytest
 
 import headwater.harness.cluster as cluster_module
 from headwater.harness.broker import BrokerUnavailable
-from headwater.harness.cluster import BOOTSTRAP_ENV, find_cluster
+from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, find_cluster
 
 
 def test_given_servers_win_and_nothing_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,3 +53,20 @@ def test_without_a_docker_socket_docker_is_not_asked(monkeypatch: pytest.MonkeyP
 def test_a_docker_host_that_does_not_answer_is_no_docker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
     assert cluster_module.docker_answers() is False
+
+
+def test_a_second_cluster_reads_its_own_variable_and_names_it_when_none_can_be_had(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(BOOTSTRAP_ENV, "10.0.0.1:9092")
+    monkeypatch.setenv(SECOND_BOOTSTRAP_ENV, "10.0.0.2:9092")
+    assert find_cluster(env=SECOND_BOOTSTRAP_ENV).bootstrap_servers == "10.0.0.2:9092"
+    monkeypatch.delenv(SECOND_BOOTSTRAP_ENV)
+    monkeypatch.setattr(cluster_module, "docker_answers", lambda: False)
+
+    def no_java() -> cluster_module.Cluster:
+        raise BrokerUnavailable("java not found")
+
+    monkeypatch.setattr(cluster_module, "_local_jars", no_java)
+    with pytest.raises(BrokerUnavailable, match=f"--second-kafka-bootstrap or {SECOND_BOOTSTRAP_ENV}"):
+        find_cluster(env=SECOND_BOOTSTRAP_ENV, option="--second-kafka-bootstrap")  # the first's servers are not used

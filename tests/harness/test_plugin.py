@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+import headwater.harness.cluster as cluster_module
+from headwater.harness.broker import BrokerUnavailable
+from headwater.harness.cluster import SECOND_BOOTSTRAP_ENV
+from headwater.harness.plugin import REQUIRE_ENV
+
 pytest_plugins = ["pytester"]
 
 
@@ -110,3 +115,36 @@ def test_make_simulated_worker_closes_every_worker_at_teardown(pytester: pytest.
     )
     result = run(pytester, "-p", "no:randomly")  # the tests depend on their order
     result.assert_outcomes(passed=2, failed=1)
+
+
+SECOND_CLUSTER_TEST = """
+    def test_second(second_kafka_bootstrap):
+        assert second_kafka_bootstrap == "10.0.0.9:9092"
+"""
+
+
+def test_second_kafka_cluster_takes_given_servers(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_module, "docker_answers", lambda: pytest.fail("docker must not be asked"))
+    monkeypatch.setenv(SECOND_BOOTSTRAP_ENV, "10.0.0.9:9092")
+    pytester.makepyfile(SECOND_CLUSTER_TEST)
+    run(pytester).assert_outcomes(passed=1)
+    monkeypatch.delenv(SECOND_BOOTSTRAP_ENV)
+    run(pytester, "--second-kafka-bootstrap", "10.0.0.9:9092").assert_outcomes(passed=1)
+
+
+def test_second_kafka_cluster_skips_or_fails_like_the_first(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SECOND_BOOTSTRAP_ENV, raising=False)
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    monkeypatch.setattr(cluster_module, "docker_answers", lambda: False)
+
+    def no_java() -> cluster_module.Cluster:
+        raise BrokerUnavailable("java not found")
+
+    monkeypatch.setattr(cluster_module, "_local_jars", no_java)
+    pytester.makepyfile(SECOND_CLUSTER_TEST)
+    skipped = run(pytester, "-rs")
+    skipped.assert_outcomes(skipped=1)
+    skipped.stdout.fnmatch_lines(["*java not found*--second-kafka-bootstrap or HEADWATER_SECOND_KAFKA_BOOTSTRAP*"])
+    run(pytester, "--require-kafka").assert_outcomes(errors=1)

@@ -72,7 +72,8 @@ def test_invalid_config_names_the_key_and_changes_nothing(
 def test_unknown_connector_class_is_a_config_error(make_simulated_worker: Make) -> None:
     worker = make_simulated_worker()
     with pytest.raises(
-        ConfigError, match="installed connectors: discard-sink, monitorable-sink, monitorable-source, sequence-source"
+        ConfigError,
+        match="installed connectors: discard-sink, kafka-mirror, monitorable-sink, monitorable-source, sequence-source",
     ) as raised:
         worker.add_connector("src", "no-such-connector", {"topic": "t"})
     assert raised.value.key == "connector.class"

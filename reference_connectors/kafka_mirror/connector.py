@@ -1,0 +1,78 @@
+"""The Kafka mirror source connector (seed KIP-310): copies the topics of a source cluster that match a whitelist
+into the worker's cluster, optionally under a prefix.
+
+Records are copied as bytes by default, so run it with the worker's pass-through converters::
+
+    key.converter=bytes
+    value.converter=bytes
+    header.converter=bytes
+
+(``ByteArrayConverter``; the Kafka class names work too). Any other converter would re-encode the bytes: JSON, for
+example, writes them base64-encoded. Destination topics are created by the destination cluster's auto-creation or
+ahead of time; records keep their key, value, headers and timestamp, and the destination's partitioner chooses the
+partition. Set ``heartbeat.interval.ms`` on the connector so that idle partitions still commit their offsets up to
+the source's end (see :meth:`KafkaMirrorSourceTask.produce_heartbeat_records`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from headwater.reference_connectors.kafka_mirror.clients import check_client_settings, make_admin
+from headwater.reference_connectors.kafka_mirror.config import CONFIG_DEF, MirrorConfig
+from headwater.reference_connectors.kafka_mirror.monitor import PartitionMonitor
+from headwater.reference_connectors.kafka_mirror.partitions import fetch_partitions, task_configs
+from headwater.reference_connectors.kafka_mirror.task import KafkaMirrorSourceTask
+from headwater.sdk import ConfigDef, SourceConnector, SourceTask
+
+
+class KafkaMirrorSourceConnector(SourceConnector):
+    """Watches the source cluster with a :class:`PartitionMonitor` and splits the matching partitions into tasks."""
+
+    monitor: PartitionMonitor | None = None
+
+    def version(self) -> str:
+        try:
+            return version("headwater")
+        except PackageNotFoundError:
+            return "0.0.0"
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def validate(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Parse ``config``, then let librdkafka check the client settings; errors name the key."""
+        parsed = super().validate(config)
+        check_client_settings(MirrorConfig.parse(config))
+        return parsed
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """List the matching partitions (blocking, at most ``topic.list.timeout.ms``), then watch them."""
+        self.config = dict(config)
+        self.mirror = MirrorConfig.parse(config)
+        fetch = functools.partial(
+            fetch_partitions, make_admin(self.mirror), self.mirror.whitelist, self.mirror.topic_list_timeout_ms
+        )
+        self.monitor = PartitionMonitor(
+            fetch,
+            self.mirror.topic_list_poll_interval_ms,
+            self.context.request_task_reconfiguration,
+            self.mirror.reconfigure_on_leader_change,
+            name=f"kafka-mirror {config.get('name', '')}".strip(),
+        )
+        self.monitor.start()
+
+    def task_class(self) -> type[SourceTask]:
+        return KafkaMirrorSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        partitions = self.monitor.partitions if self.monitor is not None else frozenset()
+        return task_configs(self.config, partitions, max_tasks)
+
+    def stop(self) -> None:
+        if self.monitor is not None:
+            self.monitor.stop(self.mirror.max_shutdown_wait_ms)
+            self.monitor = None
