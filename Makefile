@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +26,14 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest
 
-test: lint typecheck pytest
+docs: $(STAMP)
+	$(BIN)/python tools/gen_docs.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: lint typecheck docs pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/core_loops.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .typecheck
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .typecheck .site

@@ -187,6 +187,7 @@ def at_least(minimum: float) -> Validator:
         if value < minimum:
             raise ConfigError(key, value, f"Value must be at least {minimum}")
 
+    check.__doc__ = f"At least {minimum}."
     return check
 
 
@@ -197,6 +198,7 @@ def in_range(minimum: float, maximum: float) -> Validator:
         if not minimum <= value <= maximum:
             raise ConfigError(key, value, f"Value must be between {minimum} and {maximum}")
 
+    check.__doc__ = f"Between {minimum} and {maximum}."
     return check
 
 
@@ -209,6 +211,7 @@ def one_of(*allowed: str, case_sensitive: bool = False) -> Validator:
         if probe not in folded:
             raise ConfigError(key, value, f"String must be one of: {', '.join(allowed)}")
 
+    check.__doc__ = f"One of: {', '.join(allowed)}."
     return check
 
 
