@@ -82,15 +82,19 @@ class SubmittedRecord:
 
 class SubmittedBatch:
     """A :class:`~headwater.sdk.SourceBatch` handed to the producer as a whole: its :meth:`ack` is every record's
-    delivery callback, and it counts as acknowledged (so its last offset committable) once all of them were."""
+    delivery callback, and it counts as acknowledged (so its last offset committable) once all of them were. The
+    task's acknowledged count and active topics are updated when the whole batch is, to keep the per-record
+    callback to a decrement."""
 
-    __slots__ = ("acks", "key", "offset", "remaining", "topic")
+    __slots__ = ("acks", "dropped", "key", "offset", "remaining", "size", "topic")
 
     def __init__(self, key: PartitionKey, offset: SourceOffset | None, topic: str, size: int, acks: Acks) -> None:
         self.key = key
         self.offset = offset
         self.topic = topic
+        self.size = size
         self.remaining = size
+        self.dropped = 0
         self.acks = acks
 
     @property
@@ -99,18 +103,26 @@ class SubmittedBatch:
 
     def ack(self, error: object, report: object, /) -> None:
         """One record's delivery report (an :class:`~headwater.runtime.transport.Acknowledgement`)."""
-        acks = self.acks
         if error is None:
             self.remaining -= 1
-            acks.acked += 1
-            if self.topic not in acks.active_topics:
-                acks.active_topics.add(self.topic)
-        elif acks.failed(self, error):
-            self.remaining -= 1
+            if not self.remaining:
+                self._complete()
+        elif self.acks.failed(self, error):
+            self.skip(1)
 
     def skip(self, records: int) -> None:
-        """``records`` of the batch will never be sent (dropped under ``errors.tolerance=all``)."""
+        """``records`` of the batch will never be stored (dropped under ``errors.tolerance=all``)."""
+        self.dropped += records
         self.remaining -= records
+        if not self.remaining:
+            self._complete()
+
+    def _complete(self) -> None:
+        stored = self.size - self.dropped
+        acks = self.acks
+        acks.acked += stored
+        if stored and self.topic not in acks.active_topics:
+            acks.active_topics.add(self.topic)
 
 
 Submitted = SubmittedRecord | SubmittedBatch

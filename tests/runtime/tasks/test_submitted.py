@@ -112,6 +112,7 @@ def test_a_batch_is_committable_once_every_record_of_it_is_acked() -> None:
     entry.ack(None, None)
     assert records.committable() == {}, "two of three acknowledged: the batch's offset is not committable yet"
     assert records.in_flight() == 1
+    assert (acks.acked, acks.active_topics) == (0, set()), "counted when the whole batch is"
     entry.ack(None, None)
     assert records.committable() == {partition_key(A): (A, {"id": 2})}
     assert (acks.acked, acks.active_topics) == (3, {"t"})
@@ -144,6 +145,17 @@ def test_a_failed_record_of_a_batch_fails_the_task_unless_tolerated() -> None:
     entry.ack(None, None)
     assert tolerant.error is None
     assert records.committable() == {partition_key(A): (A, {"id": 1})}
+    assert (tolerant.acked, tolerant.active_topics) == (1, {"t"})
+    lost = records.submit_batch(batch(2, 1))
+    lost.ack("Broker: Message size too large", None)
+    assert lost.acked and (tolerant.acked, len(records.committable())) == (1, 1)
+
+
+def test_a_batch_whose_records_were_all_dropped_makes_no_topic_active() -> None:
+    acks = Acks("t-0", tolerate=True)
+    entry = SubmittedRecords(acks).submit_batch(batch(0, 2))
+    entry.skip(2)
+    assert entry.acked and (acks.acked, acks.active_topics) == (0, set())
 
 
 def test_an_empty_batch_is_refused() -> None:
