@@ -18,7 +18,8 @@ class ConfigError(ConnectError, ValueError):
         self.key = key
         self.value = value
         self.reason = reason
-        super().__init__(f"Invalid value {value!r} for configuration {key}: {reason}")
+        shown = "null" if value is None else repr(value)  # Kafka's word for a missing value, as in its messages
+        super().__init__(f"Invalid value {shown} for configuration {key}: {reason}")
 
 
 class IllegalWorkerStateError(ConnectError):

@@ -66,7 +66,7 @@ def test_validate_reports_each_key_with_its_errors(rest_worker: RestWorker) -> N
     }
     assert values["max.messages"]["value"]["errors"] == ["Null value can not be supplied as the configuration value."]
     assert values["name"]["value"]["errors"] == [
-        "Invalid value None for configuration name: Missing required configuration with no default value"
+        "Invalid value null for configuration name: Missing required configuration with no default value"
     ]
     assert values["topic"]["value"]["errors"] == []
     assert values["topic"]["value"]["value"] == "t"
