@@ -1,0 +1,316 @@
+"""The in-memory broker's producer: Java's murmur2 partitioner, fault injection, and acks delivered from ``poll``.
+
+Part of the in-process broker of :mod:`headwater.runtime.transport.memory`, which makes these producers.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from headwater.runtime.transport.base import (
+    Acknowledgement,
+    DeliveryCallback,
+    Message,
+    RawHeaders,
+    RecordMetadata,
+)
+from headwater.sdk.context import Clock
+from headwater.sdk.errors import ConnectError, RetriableError
+
+if TYPE_CHECKING:
+    from headwater.runtime.transport.memory import MemoryBroker
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (seed ``0x9747b28c``) as a signed 32-bit int, the hash its partitioner uses."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK
+    whole = length & ~3
+    for k in struct.unpack_from(f"<{length >> 2}I", data):
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    rest = length & 3
+    if rest == 3:
+        h ^= data[whole + 2] << 16
+    if rest >= 2:
+        h ^= data[whole + 1] << 8
+    if rest >= 1:
+        h ^= data[whole]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def key_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for ``key``: ``toPositive(murmur2(key)) % partitions``."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+class ProducerFaults:
+    """Faults to inject into producers: held acks, failing sends and failing deliveries.
+
+    A producer consults its own faults and then its broker's, which apply to every producer of that broker.
+    The owner (producer or broker) calls these methods under the broker lock.
+    """
+
+    def __init__(self) -> None:
+        self.hold_all = False
+        self.held_topics: set[str] = set()
+        self.send_failures = 0
+        self.send_failures_retriable = True
+        self.delivery_failures = 0
+        self.delivery_error: Exception | None = None
+        self.armed = False
+        """True while a send or delivery failure is pending; lets ``produce`` skip the checks otherwise."""
+
+    def hold_acks(self, topic: str | None = None) -> None:
+        """From now on, keep acks for ``topic`` (every topic when ``None``) queued until :meth:`release_acks`."""
+        if topic is None:
+            self.hold_all = True
+        else:
+            self.held_topics.add(topic)
+
+    def release_acks(self, topic: str | None = None) -> None:
+        """Stop holding ``topic``'s acks, or every hold when ``None``; the next ``poll``/``flush`` delivers them."""
+        if topic is None:
+            self.hold_all = False
+            self.held_topics.clear()
+        else:
+            self.held_topics.discard(topic)
+
+    def holds(self, topic: str) -> bool:
+        return self.hold_all or topic in self.held_topics
+
+    @property
+    def holding(self) -> bool:
+        return self.hold_all or bool(self.held_topics)
+
+    def fail_next_sends(self, n: int, retriable: bool = True) -> None:
+        """Make the next ``n`` ``produce`` calls raise (:class:`RetriableError` or :class:`ConnectError`)."""
+        self.send_failures = n
+        self.send_failures_retriable = retriable
+        self._arm()
+
+    def fail_next_deliveries(self, n: int, error: Exception | None = None) -> None:
+        """Make the next ``n`` produced records fail: not stored, delivery callback gets ``(error, None)``."""
+        self.delivery_failures = n
+        self.delivery_error = error
+        self._arm()
+
+    def take_send_failure(self) -> ConnectError | None:
+        if self.send_failures <= 0:
+            return None
+        self.send_failures -= 1
+        self._arm()
+        if self.send_failures_retriable:
+            return RetriableError("injected send failure")
+        return ConnectError("injected send failure")
+
+    def take_delivery_failure(self) -> Exception | None:
+        if self.delivery_failures <= 0:
+            return None
+        self.delivery_failures -= 1
+        self._arm()
+        return self.delivery_error or ConnectError("delivery failed")
+
+    def _arm(self) -> None:
+        self.armed = self.send_failures > 0 or self.delivery_failures > 0
+
+    def __repr__(self) -> str:
+        held = "all" if self.hold_all else sorted(self.held_topics)
+        failing = f"send_failures={self.send_failures}, delivery_failures={self.delivery_failures}"
+        return f"ProducerFaults(held={held}, {failing})"
+
+
+_new_metadata = RecordMetadata.__new__
+_set_topic = RecordMetadata.__dict__["topic"].__set__
+_set_partition = RecordMetadata.__dict__["partition"].__set__
+_set_offset = RecordMetadata.__dict__["offset"].__set__
+
+
+def _metadata(message: Message) -> RecordMetadata:
+    """``RecordMetadata`` for a stored message, built through its slots: the frozen dataclass ``__init__`` sets each
+    field with ``object.__setattr__`` and costs more than the rest of an ack together."""
+    metadata = _new_metadata(RecordMetadata)
+    _set_topic(metadata, message.topic)
+    _set_partition(metadata, message.partition)
+    _set_offset(metadata, message.offset)
+    return metadata
+
+
+_Pending = tuple[str, DeliveryCallback | None, Message | None, Exception | None]
+"""A queued ack: topic, callback, the stored message on success, the error on failure."""
+
+
+class MemoryProducer:
+    """Appends records to the broker at ``produce`` time and delivers their acks, in produce order, from
+    :meth:`poll`/:meth:`flush`. ``sent`` counts stored records, ``acked``/``failed`` count delivered acks."""
+
+    def __init__(self, broker: MemoryBroker, config: Mapping[str, Any]) -> None:
+        self.broker = broker
+        self.faults = ProducerFaults()
+        self.sent = 0
+        self.acked = 0
+        self.failed = 0
+        self._clock: Clock | None = config.get("clock")
+        self._pending: list[_Pending] = []
+        self._round_robin: dict[str, int] = {}
+        self._closed = False
+        broker.register_producer(self)
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: RawHeaders | None = None,
+        on_delivery: DeliveryCallback | None = None,
+        ack: Acknowledgement | None = None,
+    ) -> None:
+        """Store one record now and queue its ack."""
+        if ack is not None:
+            on_delivery = ack
+        broker = self.broker
+        with broker.lock:
+            if self._closed:
+                raise ConnectError("Producer is closed")
+            faults, shared = self.faults, broker.faults
+            if faults.armed or shared.armed:
+                send_error = faults.take_send_failure() or shared.take_send_failure()
+                if send_error is not None:
+                    raise send_error
+            logs = broker._logs.get(topic)
+            if logs is None:
+                if not broker.auto_create_topics:
+                    self._pending.append((topic, on_delivery, None, ConnectError(f"Unknown topic {topic}")))
+                    return
+                broker.create_topic(topic, broker.default_partitions)
+                logs = broker._logs[topic]
+            if partition is None:
+                if key is None:
+                    turn = self._round_robin.get(topic, 0)
+                    self._round_robin[topic] = turn + 1
+                    partition = turn % len(logs)
+                else:
+                    partition = key_partition(key, len(logs))
+            elif not 0 <= partition < len(logs):
+                raise ConnectError(f"Invalid partition {partition} for topic {topic} with {len(logs)} partitions")
+            if faults.armed or shared.armed:
+                delivery_error = faults.take_delivery_failure() or shared.take_delivery_failure()
+                if delivery_error is not None:
+                    self._pending.append((topic, on_delivery, None, delivery_error))
+                    return
+            if timestamp is None and self._clock is not None:
+                timestamp = self._clock.now_ms()
+            log = logs[partition]
+            message = Message(topic, partition, len(log), key, value, timestamp, () if headers is None else headers)
+            log.append(message)
+            self._pending.append((topic, on_delivery, message, None))
+            self.sent += 1
+
+    def produce_all(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        timestamps: Sequence[int | None] | None,
+        ack: Acknowledgement,
+        start: int = 0,
+    ) -> int:
+        for index in range(start, len(values)):
+            key = None if keys is None else keys[index]
+            timestamp = None if timestamps is None else timestamps[index]
+            self.produce(topic, values[index], key, partition, timestamp, None, None, ack)
+        return len(values)
+
+    def poll(self, timeout_ms: int = 0) -> int:
+        """Deliver every ack that is not held, in produce order; return how many were delivered."""
+        with self.broker.lock:
+            if not self._pending:
+                return 0
+            faults, shared = self.faults, self.broker.faults
+            if faults.holding or shared.holding:
+                ready: list[_Pending] = []
+                held: list[_Pending] = []
+                for entry in self._pending:
+                    (held if faults.holds(entry[0]) or shared.holds(entry[0]) else ready).append(entry)
+                self._pending = held
+            else:
+                ready, self._pending = self._pending, []
+        return self._deliver(ready)
+
+    def _deliver(self, ready: list[_Pending]) -> int:
+        acked = failed = 0
+        try:
+            for _topic, callback, message, error in ready:
+                if message is not None:
+                    acked += 1
+                    if callback is not None:
+                        callback(None, _metadata(message))
+                else:
+                    failed += 1
+                    if callback is not None:
+                        callback(error, None)
+        except BaseException:
+            with self.broker.lock:
+                self._pending[:0] = ready[acked + failed :]
+            raise
+        finally:
+            with self.broker.lock:
+                self.acked += acked
+                self.failed += failed
+        return acked + failed
+
+    def flush(self, timeout_ms: int) -> int:
+        """Deliver every ack that is not held; return how many are still outstanding (the held ones)."""
+        self.poll(0)
+        with self.broker.lock:
+            return len(self._pending)
+
+    def close(self) -> None:
+        """Refuse further records; acks still queued are not delivered."""
+        with self.broker.lock:
+            self._closed = True
+        self.broker.unregister_producer(self)
+
+    def hold_acks(self, topic: str | None = None) -> None:
+        """Hold this producer's acks for ``topic`` (all topics when ``None``); see :class:`ProducerFaults`."""
+        with self.broker.lock:
+            self.faults.hold_acks(topic)
+
+    def release_acks(self, topic: str | None = None) -> None:
+        with self.broker.lock:
+            self.faults.release_acks(topic)
+
+    def held_acks(self) -> int:
+        """How many queued acks this producer's or the broker's holds keep back."""
+        with self.broker.lock:
+            faults, shared = self.faults, self.broker.faults
+            return sum(1 for entry in self._pending if faults.holds(entry[0]) or shared.holds(entry[0]))
+
+    def fail_next_sends(self, n: int, retriable: bool = True) -> None:
+        """The next ``n`` ``produce`` calls raise; see :meth:`ProducerFaults.fail_next_sends`."""
+        with self.broker.lock:
+            self.faults.fail_next_sends(n, retriable)
+
+    def fail_next_deliveries(self, n: int, error: Exception | None = None) -> None:
+        """The next ``n`` records fail; see :meth:`ProducerFaults.fail_next_deliveries`."""
+        with self.broker.lock:
+            self.faults.fail_next_deliveries(n, error)
+
+    def __repr__(self) -> str:
+        return (
+            f"MemoryProducer(sent={self.sent}, acked={self.acked}, failed={self.failed}, queued={len(self._pending)})"
+        )
