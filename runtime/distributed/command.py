@@ -16,6 +16,8 @@ import sys
 import threading
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from headwater.runtime.config import parse_listener
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG, slots_prefix
 from headwater.runtime.distributed.herder import DistributedHerder
@@ -41,6 +43,9 @@ from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
 
 log = logging.getLogger(__name__)
+
+RETRY_S = 1.0
+"""Wait after a pass of the worker's loop failed (the broker did not answer, say) before the next pass."""
 
 
 class DistributedWorker:
@@ -137,7 +142,11 @@ class DistributedWorker:
             log.info("distributed worker %s joining group %s", self.worker.worker_id, self.group_id)
             try:
                 while not stop.is_set():
-                    self.herder.tick()
+                    try:
+                        self.herder.tick()
+                    except (ConnectError, KafkaException) as error:  # Kafka unreachable for a while, say
+                        log.error("distributed worker: %s; trying again in %.1f s", error, RETRY_S)
+                        stop.wait(RETRY_S)
             finally:
                 log.info("distributed worker stopping: handing its connectors and tasks over")
                 if self.rest is not None:

@@ -73,11 +73,11 @@ class SlotGroup:
         if wanted == self.topics:
             return
         self.ensure_topics({t: n for t, n in wanted.items() if t not in self.topics})
+        self.topics = wanted  # before the revocations it may cause
         if wanted:
             self._consumer.subscribe(sorted(wanted), on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lose)
         else:
             self._consumer.unsubscribe()
-        self.topics = wanted
 
     def ensure_topics(self, topics: Mapping[str, int]) -> None:
         """Create those of ``topics`` that do not exist (another worker may be creating them too)."""

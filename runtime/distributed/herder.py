@@ -93,12 +93,13 @@ class DistributedHerder:
         the tasks used."""
         self.config_store.read_available()
         self.status_store.log.read_available()
-        if self.config_store.version != self._version:
-            self._version = self.config_store.version
+        version = self.config_store.version
+        if version != self._version:
             plan = SlotPlan.of(self.config_store, self.prefix)
             self.connector_group.subscribe(plan.connector_partitions())
             self.task_group.subscribe(plan.task_partitions())
             self.member.update(plan)
+            self._version = version  # only once applied: a failed pass is tried again
         self.member.serve_requests()
         self.task_group.poll(timeout_s)
         self.connector_group.poll(0)

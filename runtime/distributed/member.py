@@ -124,7 +124,9 @@ class Member:
                 self._reconfigure(name)
 
     def running_tasks(self) -> list[WorkerTask]:
-        return [self.worker.tasks[id] for id in self.task_slots.values() if id is not None and id in self.worker.tasks]
+        """The tasks this worker runs for its slots (safe to call from other threads than the herder's)."""
+        ids, tasks = list(self.task_slots.values()), dict(self.worker.tasks)
+        return [tasks[id] for id in ids if id is not None and id in tasks]
 
     def stop_tasks(self, ids: list[TaskId], connector_deleted: bool = False) -> None:
         """Stop tasks; unless their connector is deleted, record the topics they used up to their last record."""
