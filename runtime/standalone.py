@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -367,22 +367,31 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def main(worker_path: str, connector_paths: Sequence[str]) -> int:
-    """``headwater standalone``: 0 after a graceful stop, 2 for a bad config file, 1 for other failures; errors
-    are one line on stderr."""
+class RunnableWorker(Protocol):
+    def run(self, stop: threading.Event) -> int: ...
+
+
+def run_worker_command(command: str, build: Callable[[], RunnableWorker]) -> int:
+    """A worker command: build the worker from its files, run it until SIGTERM or SIGINT. 0 after a graceful stop,
+    2 for a bad config file, 1 for other failures; errors are one line on stderr naming ``headwater <command>``."""
     try:
-        standalone = StandaloneWorker.from_paths(worker_path, connector_paths)
+        worker = build()
     except ConfigError as error:
-        print(f"headwater standalone: error: {error}", file=sys.stderr)
+        print(f"headwater {command}: error: {error}", file=sys.stderr)
         return 2
     tune_garbage_collector()
     stop = threading.Event()
     with stop_on_signals(stop):
         try:
-            return standalone.run(stop)
+            return worker.run(stop)
         except ConfigError as error:
-            print(f"headwater standalone: error: {error}", file=sys.stderr)
+            print(f"headwater {command}: error: {error}", file=sys.stderr)
             return 2
         except ConnectError as error:
-            print(f"headwater standalone: error: {error}", file=sys.stderr)
+            print(f"headwater {command}: error: {error}", file=sys.stderr)
             return 1
+
+
+def main(worker_path: str, connector_paths: Sequence[str]) -> int:
+    """``headwater standalone``: see :func:`run_worker_command`."""
+    return run_worker_command("standalone", lambda: StandaloneWorker.from_paths(worker_path, connector_paths))

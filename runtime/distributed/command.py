@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 from typing import Any
 
@@ -31,9 +30,8 @@ from headwater.runtime.standalone import (
     initial_worker_id,
     kafka_cluster_id,
     log_state,
+    run_worker_command,
     shared_client_settings,
-    stop_on_signals,
-    tune_garbage_collector,
     wait_for_broker,
 )
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
@@ -169,16 +167,4 @@ class DistributedWorker:
 
 def main(worker_path: str) -> int:
     """``headwater distributed``: 0 after a graceful stop, 2 for a bad config file, 1 for other failures."""
-    try:
-        distributed = DistributedWorker.from_path(worker_path)
-    except ConfigError as error:
-        print(f"headwater distributed: error: {error}", file=sys.stderr)
-        return 2
-    tune_garbage_collector()
-    stop = threading.Event()
-    with stop_on_signals(stop):
-        try:
-            return distributed.run(stop)
-        except ConnectError as error:
-            print(f"headwater distributed: error: {error}", file=sys.stderr)
-            return 1
+    return run_worker_command("distributed", lambda: DistributedWorker.from_path(worker_path))

@@ -23,7 +23,7 @@ from headwater.runtime.distributed.member import Member
 from headwater.runtime.distributed.restarts import ClusterConfigStore, RestartRequest
 from headwater.runtime.distributed.slots import Slot, SlotPlan
 from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFoundError
-from headwater.runtime.herder import NOT_STOPPED, RestartPlan
+from headwater.runtime.herder import NOT_STOPPED, RestartPlan, put_status
 from headwater.runtime.plugins import connector_type
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
@@ -31,7 +31,6 @@ from headwater.runtime.storage.status import Status
 from headwater.runtime.tasks.base import State, TaskId
 from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker
-from headwater.sdk.errors import ConnectError
 
 log = logging.getLogger(__name__)
 
@@ -279,20 +278,10 @@ class DistributedHerder:
         self._put_status(connector, task, state, None)
 
     def _put_status(self, connector: str, task: int | None, state: str, trace: str | None) -> None:
-        """Write a status record of a connector that still exists. A stopped task is UNASSIGNED, and so is a
-        connector stopped for any other reason than its STOPPED target state (Kafka Connect's shutdown status)."""
+        """Write a status record, unless the connector is gone from the config store (deleted)."""
         target = self.config_store.target_state(connector)
-        if target is None:
-            return
-        if state == "STOPPED" and (task is not None or target != "STOPPED"):
-            state = "UNASSIGNED"
-        try:
-            if task is None:
-                self.status_store.put_connector(connector, state, trace, self.worker.worker_id, 0)
-            else:
-                self.status_store.put_task(connector, task, state, trace, self.worker.worker_id, 0)
-        except (ConnectError, ValueError) as error:
-            log.error("cannot record the %s status of %s: %s", state, connector if task is None else task, error)
+        if target is not None:
+            put_status(self.status_store, self.worker.worker_id, target, connector, task, state, trace)
 
     def __repr__(self) -> str:
         return f"DistributedHerder({self.worker.worker_id}, {self.member!r})"

@@ -10,7 +10,6 @@ already in the topic when a worker starts are history, not acted on.
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from headwater.runtime.storage.configs import Record
@@ -60,16 +59,9 @@ class ClusterConfigStore(KafkaConfigStore):
     (:attr:`version`, so a worker sees at a glance whether anything changed) and keeps the restart requests read
     after :meth:`start` for :meth:`restart_requests`."""
 
-    def __init__(
-        self,
-        bootstrap_servers: str,
-        topic: str,
-        replication_factor: int = 1,
-        client_config: Mapping[str, Any] | None = None,
-        *,
-        timeout_ms: int = 30_000,
-    ) -> None:
-        super().__init__(bootstrap_servers, topic, replication_factor, client_config, timeout_ms=timeout_ms)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Takes :class:`KafkaConfigStore`'s arguments."""
+        super().__init__(*args, **kwargs)
         self.version = 0
         self._requests: collections.deque[RestartRequest] = collections.deque()
         self._following = False

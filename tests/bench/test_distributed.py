@@ -2,39 +2,26 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
+import runpy
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "distributed.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("distributed_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+main = runpy.run_path(str(BENCH))["main"]
 
 
 def test_worker_counts_must_divide_the_tasks(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        bench.main(["--workers", "1,4"])
+        main(["--workers", "1,4"])
     assert "divide the 6 tasks" in capsys.readouterr().err
 
 
 @pytest.mark.kafka
 def test_a_short_run_prints_a_rate_per_worker_count(kafka_bootstrap: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--bootstrap-servers", kafka_bootstrap, "--workers", "1,2", "--seconds", "1", "--warm-up", "0"]
-    assert bench.main(argv) == 0
+    assert main(argv) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     runs = [line.split() for line in lines if re.match(r"\s+[12]\s+\d", line)]
     assert [(run[0], run[1]) for run in runs] == [("1", "6"), ("2", "3+3")]

@@ -4,6 +4,7 @@ test process, so the monitorable connectors' registry shows what each task saw."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,9 +13,9 @@ from headwater.harness.monitorable import RuntimeHandles
 from headwater.harness.rest_worker import RestWorker, sink_config, source_config, wait_until
 from headwater.runtime.distributed import DistributedHerder
 
-from .conftest import MakeWorker
-
 pytestmark = pytest.mark.kafka
+
+MakeWorker = Callable[..., RestWorker]
 
 
 def herder(worker: RestWorker) -> DistributedHerder:
@@ -33,6 +34,14 @@ def running_tasks(worker: RestWorker, name: str) -> dict[int, str]:
 
 def wait_for_tasks(worker: RestWorker, name: str, count: int) -> dict[int, str]:
     return dict(wait_until(lambda: len(found := running_tasks(worker, name)) == count and found, f"{count} tasks"))
+
+
+def running_source(make_worker: MakeWorker, topic: str) -> tuple[RestWorker, RestWorker]:
+    """Two workers, and connector ``src`` running two tasks on them, created through the first."""
+    a, b = make_worker(), make_worker()
+    a.create("src", source_config(topic, tasks_max=2))
+    wait_for_tasks(a, "src", 2)
+    return a, b
 
 
 def stops(handles: RuntimeHandles, name: str) -> list[tuple[int | None, Any]]:
@@ -72,9 +81,7 @@ def test_tasks_and_connectors_spread_over_the_workers(make_worker: MakeWorker, u
 def test_reconfiguration_regenerates_task_configs(
     make_worker: MakeWorker, unique_name: str, runtime_handles: RuntimeHandles
 ) -> None:
-    a, b = make_worker(), make_worker()
-    a.create("src", source_config(unique_name, tasks_max=2))
-    wait_for_tasks(a, "src", 2)
+    a, b = running_source(make_worker, unique_name)
     response = b.http.put("/connectors/src/config", json=source_config(unique_name, tasks_max=3, max_messages=5))
     assert response.status_code == 200, response.text
     wait_until(lambda: len(a.http.get("/connectors/src/tasks").json()) == 3, "three task configs")
@@ -86,9 +93,7 @@ def test_reconfiguration_regenerates_task_configs(
 
 
 def test_pause_resume_and_stop_through_any_worker(make_worker: MakeWorker, unique_name: str) -> None:
-    a, b = make_worker(), make_worker()
-    a.create("src", source_config(unique_name, tasks_max=2))
-    wait_for_tasks(a, "src", 2)
+    a, b = running_source(make_worker, unique_name)
     assert b.http.put("/connectors/src/pause").status_code == 202
     a.wait_for_states("src", "PAUSED", ["PAUSED", "PAUSED"])
     assert a.http.put("/connectors/src/resume").status_code == 202
@@ -103,9 +108,7 @@ def test_pause_resume_and_stop_through_any_worker(make_worker: MakeWorker, uniqu
 def test_restart_requests_reach_the_workers_running_the_tasks(
     make_worker: MakeWorker, unique_name: str, runtime_handles: RuntimeHandles
 ) -> None:
-    a, b = make_worker(), make_worker()
-    a.create("src", source_config(unique_name, tasks_max=2))
-    wait_for_tasks(a, "src", 2)
+    a, b = running_source(make_worker, unique_name)
 
     def starts(task: int | None) -> int:
         return sum(1 for c, t, event, _ in runtime_handles.events if c == "src" and t == task and event == "start")
@@ -143,9 +146,7 @@ def test_delete_through_a_worker_stops_the_owners_tasks_as_deleted(
 def test_topic_reset_through_another_worker_clears_what_the_owners_noted(
     make_worker: MakeWorker, unique_name: str
 ) -> None:
-    a, b = make_worker(), make_worker()
-    a.create("src", source_config(unique_name, tasks_max=2))
-    wait_for_tasks(a, "src", 2)
+    a, b = running_source(make_worker, unique_name)
     wait_until(lambda: b.topics("src") == [unique_name], "the topic recorded as active")
     assert b.http.put("/connectors/src/topics/reset").status_code == 202
     tasks = [task for w in (a, b) for task in herder(w).member.running_tasks()]
