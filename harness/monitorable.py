@@ -1,10 +1,16 @@
 """Instrumented connectors for tests, and the registry they report into (Kafka Connect's ``MonitorableSource-
 Connector``/``MonitorableSinkConnector`` and ``RuntimeHandles``): tests steer them through their handles and assert
-on what they observed, not on runtime internals."""
+on what they observed, not on runtime internals.
+
+In a worker subprocess the registry is out of the test's reach: when the environment variable
+:data:`EVENTS_FILE_ENV` names a file, every event is also appended to it as one JSON line, which
+:func:`read_events` reads back.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,13 +55,19 @@ class TaskHandle:
         return [event[0] for event in self.events]
 
 
-class RuntimeHandles:
-    """Process-wide registry of task handles, keyed by connector name and task number."""
+EVENTS_FILE_ENV = "HEADWATER_EVENTS_FILE"
+"""Names the file a worker subprocess appends its connectors' events to."""
 
-    def __init__(self) -> None:
+
+class RuntimeHandles:
+    """Process-wide registry of task handles, keyed by connector name and task number; every event is also
+    appended to ``events_file`` when one is given."""
+
+    def __init__(self, events_file: str | None = None) -> None:
         self.tasks: dict[tuple[str, int], TaskHandle] = {}
         self.events: list[tuple[str, int | None, str, Any]] = []
         """Every connector and task event across the process, in order: (connector, task or None, event, detail)."""
+        self.events_file = events_file
 
     def task(self, connector: str, task: int = 0) -> TaskHandle:
         key = (connector, task)
@@ -67,13 +79,41 @@ class RuntimeHandles:
         self.events.append((connector, task, event, detail))
         if task is not None:
             self.task(connector, task).events.append((event, detail))
+        if self.events_file:
+            line = {"connector": connector, "task": task, "event": event, "detail": _jsonable(detail)}
+            with open(self.events_file, "a", encoding="utf-8") as file:
+                file.write(json.dumps(line) + "\n")
 
     def reset(self) -> None:
         self.tasks.clear()
         self.events.clear()
 
 
-HANDLES = RuntimeHandles()
+HANDLES = RuntimeHandles(os.environ.get(EVENTS_FILE_ENV))
+
+
+def _jsonable(detail: Any) -> Any:
+    """An event's detail as JSON: a topic partition as ``"<topic>-<partition>"``, a mapping as a sorted list of
+    ``[key, value]`` pairs."""
+    if isinstance(detail, TopicPartition):
+        return f"{detail.topic}-{detail.partition}"
+    if isinstance(detail, Mapping):
+        return sorted([[_jsonable(k), _jsonable(v)] for k, v in detail.items()], key=json.dumps)
+    if isinstance(detail, list | tuple):
+        return [_jsonable(item) for item in detail]
+    if detail is None or isinstance(detail, str | int | float | bool):
+        return detail
+    return repr(detail)
+
+
+def read_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The events a worker subprocess appended to ``path`` (none when it does not exist), oldest first: each
+    ``{"connector", "task", "event", "detail"}``."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return [json.loads(line) for line in file if line.endswith("\n")]
+    except FileNotFoundError:
+        return []
 
 
 def _task_configs(name: str, max_tasks: int, config: Mapping[str, str]) -> list[dict[str, str]]:

@@ -1,5 +1,5 @@
-"""A real standalone worker for REST API tests: its run loop on a thread, its REST server on a free loopback port,
-and an HTTP client (httpx, from the ``dev`` extra) for it."""
+"""A real worker (standalone or distributed) for REST API tests: its run loop on a thread, its REST server on a
+free loopback port, and an HTTP client (httpx, from the ``dev`` extra) for it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from headwater.runtime.distributed.command import DistributedWorker
 from headwater.runtime.standalone import StandaloneWorker
 
 TIMEOUT_S = 30.0
@@ -28,14 +29,15 @@ def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = TIMEO
 
 
 class RestWorker:
-    """A :class:`StandaloneWorker` running on a thread; ``http`` talks to its REST API."""
+    """A :class:`StandaloneWorker` or a :class:`DistributedWorker` running on a thread; ``http`` talks to its REST
+    API."""
 
-    def __init__(self, standalone: StandaloneWorker) -> None:
+    def __init__(self, standalone: StandaloneWorker | DistributedWorker) -> None:
         self.standalone = standalone
         self.herder = standalone.herder
         self.stop_event = threading.Event()
         self.exit_code: int | None = None
-        self.thread = threading.Thread(target=self._run, name="standalone-under-test", daemon=True)
+        self.thread = threading.Thread(target=self._run, name="worker-under-test", daemon=True)
         self.thread.start()
         rest = wait_until(lambda: self.standalone.rest or self.exit_code is not None, "the REST server starting")
         assert self.exit_code is None, f"the worker exited with {self.exit_code}"

@@ -3,8 +3,9 @@ that drops what it is given. Unlike the monitorable connectors they keep no in-p
 same in a worker subprocess; what they did is read back from Kafka and the offset stores.
 
 ``SequenceSourceConnector`` writes records whose value is the sequence number ``n`` as ASCII digits, zero-padded to
-``record.bytes``, key ``None``; each task has source partition ``{"task": <task number>}`` and offset ``{"seq": n}``,
-and resumes after the stored offset, so a restarted worker continues where its last commit left it.
+``record.bytes``, key ``None`` (the task number with ``task.keys``); each task has source partition
+``{"task": <task number>}`` and offset ``{"seq": n}``, and resumes after the stored offset, so a restarted worker
+continues where its last commit left it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ class SequenceSourceConnector(SourceConnector):
             .define("record.bytes", Type.INT, 100, Importance.LOW, "Bytes in each value.", at_least(1))
             .define("batch.size", Type.INT, 500, Importance.LOW, "Records returned by each poll.", at_least(1))
             .define("poll.interval.ms", Type.LONG, 0, Importance.LOW, "Pause after each non-empty poll.", at_least(0))
+            .define(
+                "task.keys",
+                Type.BOOLEAN,
+                False,
+                Importance.LOW,
+                "Key each record with its task number (ASCII digits), so a topic shows which task wrote what.",
+            )
         )
 
     def start(self, config: Mapping[str, str]) -> None:
@@ -67,6 +75,8 @@ class SequenceSourceTask(SourceTask):
         self.batch = int(config.get("batch.size", "500"))
         self.pause_s = int(config.get("poll.interval.ms", "0")) / 1000
         self.partition = {"task": int(config.get("task.number", "0"))}
+        keyed = config.get("task.keys", "false").lower() == "true"
+        self.key = str(self.partition["task"]).encode() if keyed else None
         stored = self.context.offset_storage_reader.offset(self.partition)
         self.next = int(stored["seq"]) + 1 if stored else 0
 
@@ -78,9 +88,9 @@ class SequenceSourceTask(SourceTask):
             time.sleep(0.05)  # idle: do not spin the worker thread
             return None
         size, numbers = self.size, range(self.next, end)
-        records = SourceBatch(
-            self.partition, self.topic, [sequence_value(n, size) for n in numbers], [{"seq": n} for n in numbers]
-        )
+        keys = None if self.key is None else [self.key] * len(numbers)
+        values = [sequence_value(n, size) for n in numbers]
+        records = SourceBatch(self.partition, self.topic, values, [{"seq": n} for n in numbers], keys)
         self.next = end
         if self.pause_s:
             time.sleep(self.pause_s)

@@ -10,7 +10,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="headwater", description="Kafka Connect for Python.")
     parser.add_argument(
-        "--log-level", default=None, help="Python logging level (default INFO for standalone, else WARNING)."
+        "--log-level", default=None, help="Python logging level (default INFO for the workers, else WARNING)."
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="Run an end-to-end pipeline on an embedded worker.")
@@ -23,8 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     standalone.add_argument(
         "connector_configs", metavar="CONNECTOR_PROPS", nargs="*", help="Connector configs: .properties or .json."
     )
+    distributed = commands.add_parser(
+        "distributed",
+        help="Run a worker of a cluster sharing connectors through Kafka, like connect-distributed; stop with SIGTERM.",
+    )
+    distributed.add_argument("worker_config", metavar="WORKER_PROPS", help="Worker config: .properties or .json.")
     args = parser.parse_args(argv)
-    level = args.log_level or ("INFO" if args.command == "standalone" else "WARNING")
+    level = args.log_level or ("INFO" if args.command in ("standalone", "distributed") else "WARNING")
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "demo":
         from headwater.runtime.demo import main as demo_main
@@ -34,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         from headwater.runtime.standalone import main as standalone_main
 
         return standalone_main(args.worker_config, args.connector_configs)
+    if args.command == "distributed":
+        from headwater.runtime.distributed.command import main as distributed_main
+
+        return distributed_main(args.worker_config)
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -319,14 +319,28 @@ class StandaloneHerder:
             self.active_topics.track(stopping)
 
     def _put_status(self, connector: str, task: int | None, state: str, trace: str | None) -> None:
-        """Write a status record; a stopped task is UNASSIGNED, and so is a connector stopped for any other reason
-        than its STOPPED target state (Kafka Connect's shutdown status)."""
-        if state == "STOPPED" and (task is not None or self.target_states.get(connector) != "STOPPED"):
-            state = "UNASSIGNED"
-        try:
-            if task is None:
-                self.status_store.put_connector(connector, state, trace, self.worker.worker_id, 0)
-            else:
-                self.status_store.put_task(connector, task, state, trace, self.worker.worker_id, 0)
-        except (ConnectError, ValueError) as error:
-            log.error("cannot record the %s status of %s: %s", state, connector if task is None else task, error)
+        put_status(
+            self.status_store, self.worker.worker_id, self.target_states.get(connector), connector, task, state, trace
+        )
+
+
+def put_status(
+    store: StatusStore,
+    worker_id: str,
+    target_state: str | None,
+    connector: str,
+    task: int | None,
+    state: str,
+    trace: str | None,
+) -> None:
+    """Write a status record (a failure is logged); a stopped task is UNASSIGNED, and so is a connector stopped for
+    any other reason than its STOPPED ``target_state`` (Kafka Connect's shutdown status)."""
+    if state == "STOPPED" and (task is not None or target_state != "STOPPED"):
+        state = "UNASSIGNED"
+    try:
+        if task is None:
+            store.put_connector(connector, state, trace, worker_id, 0)
+        else:
+            store.put_task(connector, task, state, trace, worker_id, 0)
+    except (ConnectError, ValueError) as error:
+        log.error("cannot record the %s status of %s: %s", state, connector if task is None else task, error)

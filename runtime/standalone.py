@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -116,7 +116,7 @@ class StandaloneWorker:
         self.offset_store = FileOffsetStore(self.config["offset.storage.file.filename"])
         self.transport = KafkaTransport(self.bootstrap_servers)
         self.worker = Worker(
-            worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=_worker_id()
+            worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
         )
         self.herder = StandaloneHerder(self.worker, status_store)
         self.listener = parse_listener("listeners", self.config["listeners"][0])
@@ -144,10 +144,7 @@ class StandaloneWorker:
 
     def admin_config(self) -> dict[str, Any]:
         """Settings of the broker check's admin client."""
-        values = self.worker_file.values
-        shared = {k: v for k, v in values.items() if k.startswith(SHARED_CLIENT_PREFIXES)}
-        admin = {k[len("admin.") :]: v for k, v in values.items() if k.startswith("admin.")}
-        return {**shared, **admin, "bootstrap.servers": self.bootstrap_servers}
+        return admin_settings(self.worker_file.values, self.bootstrap_servers)
 
     def check_broker(self, stop: threading.Event) -> str | None:
         """None when the cluster answers a metadata request within ``broker.check.timeout.ms``, else why not."""
@@ -210,8 +207,7 @@ class StandaloneWorker:
         rest = RestServer(app, host, port)
         rest.start()
         self.rest = rest
-        advertised = socket.gethostname() if host in ("0.0.0.0", "::") else host
-        self.worker.worker_id = f"{advertised}:{rest.port}"
+        self.worker.worker_id = advertised_id(host, rest.port)
 
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]
@@ -246,7 +242,25 @@ def kafka_cluster_id(config: Mapping[str, Any], timeout_s: float = 5.0) -> str |
     return str(found) if found else None
 
 
-def _worker_id() -> str:
+def shared_client_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The worker keys every Kafka client of the worker gets: ``security.protocol``, ``ssl.*``, ``sasl.*``."""
+    return {k: v for k, v in values.items() if k.startswith(SHARED_CLIENT_PREFIXES)}
+
+
+def admin_settings(values: Mapping[str, Any], bootstrap_servers: str) -> dict[str, Any]:
+    """Settings of a worker's admin client: the shared keys, then the ``admin.``-prefixed ones, prefix removed."""
+    admin = {k[len("admin.") :]: v for k, v in values.items() if k.startswith("admin.")}
+    return {**shared_client_settings(values), **admin, "bootstrap.servers": bootstrap_servers}
+
+
+def advertised_id(host: str, port: int) -> str:
+    """A worker's id in statuses once its REST server listens: its REST address, as in Kafka Connect."""
+    advertised = socket.gethostname() if host in ("0.0.0.0", "::") else host
+    return f"{advertised}:{port}"
+
+
+def initial_worker_id() -> str:
+    """A worker's id in statuses until its REST server listens: host and process id."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -353,22 +367,31 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def main(worker_path: str, connector_paths: Sequence[str]) -> int:
-    """``headwater standalone``: 0 after a graceful stop, 2 for a bad config file, 1 for other failures; errors
-    are one line on stderr."""
+class RunnableWorker(Protocol):
+    def run(self, stop: threading.Event) -> int: ...
+
+
+def run_worker_command(command: str, build: Callable[[], RunnableWorker]) -> int:
+    """A worker command: build the worker from its files, run it until SIGTERM or SIGINT. 0 after a graceful stop,
+    2 for a bad config file, 1 for other failures; errors are one line on stderr naming ``headwater <command>``."""
     try:
-        standalone = StandaloneWorker.from_paths(worker_path, connector_paths)
+        worker = build()
     except ConfigError as error:
-        print(f"headwater standalone: error: {error}", file=sys.stderr)
+        print(f"headwater {command}: error: {error}", file=sys.stderr)
         return 2
     tune_garbage_collector()
     stop = threading.Event()
     with stop_on_signals(stop):
         try:
-            return standalone.run(stop)
+            return worker.run(stop)
         except ConfigError as error:
-            print(f"headwater standalone: error: {error}", file=sys.stderr)
+            print(f"headwater {command}: error: {error}", file=sys.stderr)
             return 2
         except ConnectError as error:
-            print(f"headwater standalone: error: {error}", file=sys.stderr)
+            print(f"headwater {command}: error: {error}", file=sys.stderr)
             return 1
+
+
+def main(worker_path: str, connector_paths: Sequence[str]) -> int:
+    """``headwater standalone``: see :func:`run_worker_command`."""
+    return run_worker_command("standalone", lambda: StandaloneWorker.from_paths(worker_path, connector_paths))

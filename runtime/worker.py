@@ -169,12 +169,19 @@ class Worker:
 
     # ---- tasks -----------------------------------------------------------------------------------------------
 
-    def start_task(self, id: TaskId, task_config: Mapping[str, str], paused: bool = False) -> WorkerTask | None:
+    def start_task(
+        self,
+        id: TaskId,
+        task_config: Mapping[str, str],
+        paused: bool = False,
+        connector_config: Mapping[str, Any] | None = None,
+    ) -> WorkerTask | None:
         """Create and start one task; ``None`` when it could not be created (bad client settings, a task class that
         cannot be made, a heartbeat topic that cannot be created), in which case it is reported FAILED, as Connect
-        does, rather than raised to the herder."""
+        does, rather than raised to the herder. When its connector does not run on this worker (a distributed
+        worker runs tasks of connectors other workers run), ``connector_config`` says what it is."""
         try:
-            worker_task = self._create_task(id, task_config)
+            worker_task = self._create_task(id, task_config, connector_config)
         except Exception as error:
             log.error("task %s could not be created: %s", id, error)
             self._task_listener(id, State.FAILED, "".join(traceback.format_exception(error)))
@@ -190,8 +197,16 @@ class Worker:
             worker_task.start()
         return worker_task
 
-    def _create_task(self, id: TaskId, task_config: Mapping[str, str]) -> WorkerTask:
-        connector = self.connectors[id.connector]
+    def _create_task(
+        self, id: TaskId, task_config: Mapping[str, str], connector_config: Mapping[str, Any] | None = None
+    ) -> WorkerTask:
+        connector = self.connectors.get(id.connector)
+        if connector is None:
+            if connector_config is None:
+                raise ConnectError(f"connector {id.connector} does not run on this worker and its config is unknown")
+            # Kafka Connect's Worker.startTask does the same: a new, never started instance says the task class
+            cls, parsed = self.validate({**connector_config, "name": id.connector})
+            connector = WorkerConnector(id.connector, cls(), parsed)
         task_class = connector.instance.task_class()
         task = task_class()
         sink = isinstance(connector.instance, SinkConnector)

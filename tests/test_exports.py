@@ -14,6 +14,7 @@ PACKAGES = [
     "headwater.runtime",
     "headwater.runtime.transport",
     "headwater.runtime.rest",
+    "headwater.runtime.distributed",
     "headwater.runtime.storage",
     "headwater.harness",
     "headwater.reference_connectors.kafka_mirror",

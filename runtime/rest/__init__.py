@@ -3,6 +3,7 @@ shapes."""
 
 from headwater.runtime.rest.app import create_app
 from headwater.runtime.rest.errors import RestError
+from headwater.runtime.rest.herder import Herder
 from headwater.runtime.rest.server import RestServer
 
-__all__ = ["RestError", "RestServer", "create_app"]
+__all__ = ["Herder", "RestError", "RestServer", "create_app"]

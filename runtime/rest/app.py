@@ -1,5 +1,5 @@
-"""The REST application: Kafka Connect's REST API over one standalone herder, as an ASGI app (FastAPI), with its
-OpenAPI spec served at ``/openapi.json`` and browsable at ``/docs``."""
+"""The REST application: Kafka Connect's REST API over one herder (standalone or distributed), as an ASGI app
+(FastAPI), with its OpenAPI spec served at ``/openapi.json`` and browsable at ``/docs``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 
-from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.connectors import connectors_router
 from headwater.runtime.rest.errors import install_error_handlers, responses
+from headwater.runtime.rest.herder import Herder
 from headwater.runtime.rest.plugins import plugins_router
 
 
@@ -24,7 +24,7 @@ def headwater_version() -> str:
         return "unknown"
 
 
-def create_app(herder: StandaloneHerder, kafka_cluster_id: str | None = None) -> FastAPI:
+def create_app(herder: Herder, kafka_cluster_id: str | None = None) -> FastAPI:
     """The REST API of ``herder``'s worker; the worker's ``topic.tracking.enable`` and
     ``topic.tracking.allow.reset`` decide whether active topics may be listed and reset."""
     config: Mapping[str, Any] = herder.worker.config

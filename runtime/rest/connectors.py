@@ -1,4 +1,4 @@
-"""``/connectors``: Kafka Connect's ``ConnectorsResource`` over the standalone herder, with its paths, bodies and
+"""``/connectors``: Kafka Connect's ``ConnectorsResource`` over a herder, with its paths, bodies and
 status codes. Handlers are plain functions, so the server runs them on worker threads and a slow herder call
 (stopping tasks, say) never blocks the event loop."""
 
@@ -11,9 +11,9 @@ from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, Response
 
 from headwater.runtime.errors import BadRequestError, NotFoundError
-from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import RestError, responses
+from headwater.runtime.rest.herder import Herder
 from headwater.runtime.rest.views import connector_info, connector_status, string_config, task_infos, task_status
 from headwater.runtime.tasks.base import TaskId
 
@@ -31,7 +31,7 @@ def _named(name: str, config: dict[str, str | None]) -> dict[str, str | None]:
     return {**config, "name": name}
 
 
-def connectors_router(herder: StandaloneHerder, tracking: bool, allow_reset: bool) -> APIRouter:
+def connectors_router(herder: Herder, tracking: bool, allow_reset: bool) -> APIRouter:
     """The routes of ``/connectors``; ``tracking`` and ``allow_reset`` are the worker's ``topic.tracking.*``."""
     router = APIRouter(prefix="/connectors", tags=["connectors"])
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from headwater.runtime.errors import BadRequestError, NotFoundError
-from headwater.runtime.herder import RestartPlan, StandaloneHerder
+from headwater.runtime.herder import RestartPlan
+from headwater.runtime.rest.herder import Herder
 from headwater.runtime.storage.status import Status
 from headwater.runtime.validation import config_string
 
@@ -26,7 +27,7 @@ def string_config(config: Mapping[str, Any]) -> dict[str, str | None]:
     return found
 
 
-def connector_info(herder: StandaloneHerder, name: str) -> dict[str, Any]:
+def connector_info(herder: Herder, name: str) -> dict[str, Any]:
     """``{"name", "config", "tasks": [{"connector", "task"}], "type"}``; raises NotFoundError."""
     with herder.lock:
         config = herder.connector_config(name)
@@ -40,19 +41,19 @@ def connector_info(herder: StandaloneHerder, name: str) -> dict[str, Any]:
     }
 
 
-def task_infos(herder: StandaloneHerder, name: str) -> list[dict[str, Any]]:
+def task_infos(herder: Herder, name: str) -> list[dict[str, Any]]:
     """``[{"id": {"connector", "task"}, "config": {...}}]``; raises NotFoundError."""
     return [
         {"id": {"connector": name, "task": task}, "config": config} for task, config in enumerate(herder.tasks(name))
     ]
 
 
-def connector_status(herder: StandaloneHerder, name: str, restarting: RestartPlan | None = None) -> dict[str, Any]:
+def connector_status(herder: Herder, name: str, restarting: RestartPlan | None = None) -> dict[str, Any]:
     """``{"name", "connector": {state, worker_id, trace?}, "tasks": [{id, state, worker_id, trace?}], "type"}``;
     the instances a restart plan names show RESTARTING. Raises NotFoundError when there is no status."""
     with herder.lock:
         status = herder.status_store.connector(name)
-        if status is None or name not in herder.configs:
+        if status is None or name not in herder.connectors():
             raise NotFoundError(f"No status found for connector {name}")
         tasks = herder.task_statuses(name)
         kind = herder.connector_type(name)
@@ -65,10 +66,10 @@ def connector_status(herder: StandaloneHerder, name: str, restarting: RestartPla
     }
 
 
-def task_status(herder: StandaloneHerder, name: str, task: int) -> dict[str, Any]:
+def task_status(herder: Herder, name: str, task: int) -> dict[str, Any]:
     """``{"id", "state", "worker_id", "trace"?}``; raises NotFoundError."""
     with herder.lock:
-        found = herder.task_statuses(name).get(task) if name in herder.configs else None
+        found = herder.task_statuses(name).get(task) if name in herder.connectors() else None
     if found is None:
         raise NotFoundError(f"No status found for task {name}-{task}")
     return {"id": task, **state_info(found)}

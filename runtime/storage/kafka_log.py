@@ -6,7 +6,8 @@ The Kafka stores (offsets, configs, statuses) keep their view of the worker's st
 called. Writes are acknowledged by all in-sync replicas (``acks=all``, idempotent producer, ``murmur2_random``
 partitioner so keys land on the partition Java clients choose).
 
-There is no background reader thread: a log sees other writers' records when it reads to its end, and not before.
+There is no background reader thread: a log sees other writers' records when it reads to its end, or when its owner
+calls :meth:`KafkaBasedLog.read_available` (a distributed worker does, at each pass of its loop), and not before.
 Every call that talks to the broker is bounded by a timeout and raises :class:`ConnectError` naming the topic.
 """
 
@@ -228,6 +229,17 @@ class KafkaBasedLog:
                 for message in messages:
                     self._consume(message)
                 behind = {p for p in behind if positions[p] < ends[p]}
+
+    def read_available(self, timeout_ms: int = 0) -> int:
+        """Hand ``apply`` what has arrived, waiting up to ``timeout_ms`` for something (writers wait meanwhile),
+        without asking where the topic ends: how a worker follows a log other workers write. Returns how many
+        records were handed over."""
+        with self._read_lock:
+            consumer = self._require(self._consumer)
+            messages = consumer.consume(500, timeout_ms / 1000)
+            for message in messages:
+                self._consume(message)
+            return sum(1 for message in messages if message.error() is None)
 
     def _consume(self, message: Message) -> None:
         error = message.error()

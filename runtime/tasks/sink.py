@@ -33,6 +33,10 @@ def _joined(first: Sequence[Message], then: Sequence[Message]) -> Sequence[Messa
 
 log = logging.getLogger(__name__)
 
+MAX_POLL_WAIT_MS = 100
+"""Longest wait of one poll, so the loop notices a stop request at once (Kafka Connect wakes its consumer up): a
+task handed to another worker commits before it goes rather than being cancelled in a poll waiting for records."""
+
 
 class WorkerSinkTaskContext(SinkTaskContext):
     def __init__(self, owner: WorkerSinkTask) -> None:
@@ -148,7 +152,7 @@ class WorkerSinkTask(WorkerTask):
             log.error("task %s: offset commit %d timed out; allowing a new one", self.id, self._commit_seqno)
             self.commit_failures += 1
             self._committing = False
-        timeout = max(self._next_commit - now, 0)
+        timeout = min(max(self._next_commit - now, 0), MAX_POLL_WAIT_MS)
         if context.timeout_ms is not None:
             timeout = min(timeout, context.timeout_ms)
             context.timeout_ms = None

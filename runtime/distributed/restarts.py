@@ -1,0 +1,91 @@
+"""Restart requests through the config topic, and the config store a distributed worker follows.
+
+``POST /connectors/<c>/restart`` on any worker writes Kafka Connect's ``restart-connector-<c>`` record,
+``{"include-tasks":bool,"only-failed":bool}`` (KIP-745). ``POST /connectors/<c>/tasks/<n>/restart`` writes
+Headwater's ``restart-task-<c>-<n>`` record, ``{}``: Kafka Connect forwards that request to the task's worker over
+REST instead, and its workers skip the key. Every worker reads every request and acts on what it runs; requests
+already in the topic when a worker starts are history, not acted on.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, NamedTuple
+
+from headwater.runtime.storage.configs import Record
+from headwater.runtime.storage.kafka_configs import KafkaConfigStore
+from headwater.runtime.storage.wire import json_bytes, strict_loads
+
+
+class RestartRequest(NamedTuple):
+    """Restart the connector (``task`` None; its tasks too with ``include_tasks``; only failed instances with
+    ``only_failed``), or one task."""
+
+    connector: str
+    task: int | None = None
+    include_tasks: bool = False
+    only_failed: bool = False
+
+
+def restart_record(request: RestartRequest) -> Record:
+    if request.task is not None:
+        return f"restart-task-{request.connector}-{request.task}".encode(), b"{}"
+    value = {"include-tasks": request.include_tasks, "only-failed": request.only_failed}
+    return f"restart-connector-{request.connector}".encode(), json_bytes(value)
+
+
+def parse_restart(key: bytes | None, value: bytes | None) -> RestartRequest | None:
+    """The request a config-topic record holds; ``None`` for any other record and for malformed ones."""
+    try:
+        text = (key or b"").decode("utf-8")
+        data = None if value is None else strict_loads(value)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if text.startswith("restart-connector-") and len(text) > len("restart-connector-"):
+        include, only = data.get("include-tasks", False), data.get("only-failed", False)
+        if isinstance(include, bool) and isinstance(only, bool):
+            return RestartRequest(text.removeprefix("restart-connector-"), None, include, only)
+        return None
+    name, _, task = text.removeprefix("restart-task-").rpartition("-")
+    if text.startswith("restart-task-") and name and task.isdecimal() and task.isascii():
+        return RestartRequest(name, int(task))
+    return None
+
+
+class ClusterConfigStore(KafkaConfigStore):
+    """The config store of a distributed worker: a :class:`KafkaConfigStore` that also counts the records it reads
+    (:attr:`version`, so a worker sees at a glance whether anything changed) and keeps the restart requests read
+    after :meth:`start` for :meth:`restart_requests`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Takes :class:`KafkaConfigStore`'s arguments."""
+        super().__init__(*args, **kwargs)
+        self.version = 0
+        self._requests: collections.deque[RestartRequest] = collections.deque()
+        self._following = False
+
+    def start(self) -> None:
+        super().start()
+        self._following = True
+
+    def read_available(self, timeout_ms: int = 0) -> int:
+        """Read what other workers wrote and has arrived (see :meth:`KafkaBasedLog.read_available`)."""
+        return self.log.read_available(timeout_ms)
+
+    def request_restart(self, request: RestartRequest) -> None:
+        self._write([restart_record(request)])
+
+    def restart_requests(self) -> list[RestartRequest]:
+        """The requests read since the last call, oldest first."""
+        found = []
+        while self._requests:
+            found.append(self._requests.popleft())
+        return found
+
+    def _apply(self, key: bytes | None, value: bytes | None) -> None:
+        super()._apply(key, value)
+        self.version += 1
+        if self._following and (request := parse_restart(key, value)) is not None:
+            self._requests.append(request)

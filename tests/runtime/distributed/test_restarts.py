@@ -1,0 +1,57 @@
+"""Restart requests in the config topic: Kafka Connect's connector record, Headwater's task record."""
+
+from __future__ import annotations
+
+import pytest
+
+from headwater.runtime.distributed import RestartRequest
+from headwater.runtime.distributed.restarts import parse_restart, restart_record
+from headwater.runtime.storage import ConfigView
+
+
+def test_connector_request_is_kafka_connects_record() -> None:
+    request = RestartRequest("my-conn", None, include_tasks=True, only_failed=False)
+    assert restart_record(request) == (b"restart-connector-my-conn", b'{"include-tasks":true,"only-failed":false}')
+
+
+def test_task_request_names_connector_and_task() -> None:
+    assert restart_record(RestartRequest("my-conn-2", 3)) == (b"restart-task-my-conn-2-3", b"{}")
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [RestartRequest("c"), RestartRequest("c-1", None, True, True), RestartRequest("c-1", 0), RestartRequest("ü", 12)],
+)
+def test_requests_round_trip(request_: RestartRequest) -> None:
+    assert parse_restart(*restart_record(request_)) == request_
+
+
+def test_java_records_without_flags_default_to_false() -> None:
+    assert parse_restart(b"restart-connector-c", b"{}") == RestartRequest("c", None, False, False)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (b"restart-connector-", b"{}"),
+        (b"restart-connector-c", None),
+        (b"restart-connector-c", b"[]"),
+        (b"restart-connector-c", b'{"include-tasks":"yes"}'),
+        (b"restart-task-c", b"{}"),
+        (b"restart-task-c-x", b"{}"),
+        (b"restart-task--1", b"{}"),
+        (b"connector-c", b'{"properties":{}}'),
+        (b"\xff", b"{}"),
+        (None, b"{}"),
+    ],
+)
+def test_other_and_malformed_records_are_no_requests(key: bytes | None, value: bytes | None) -> None:
+    assert parse_restart(key, value) is None
+
+
+def test_config_view_skips_restart_records() -> None:
+    view = ConfigView()
+    view.apply(*restart_record(RestartRequest("c", 1)))
+    view.apply(*restart_record(RestartRequest("c")))
+    assert view.configs == {}
+    assert view.target_states == {}
