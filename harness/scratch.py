@@ -3,6 +3,7 @@ look-ups the CDC tests make (triggers, tables, slots, publications) and a ``clos
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
+
+DROP_TIMEOUT_S = 30.0
 
 
 class ScratchDatabase:
@@ -101,19 +104,29 @@ class ScratchDatabase:
         admin = create_engine(self._admin_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
         with admin.connect() as connection:
             if self.kind == "postgres":
-                connection.exec_driver_sql(
-                    "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-                    f"WHERE database = '{self.name}' AND active_pid IS NOT NULL"
-                )
-                slots: Sequence[Any] = connection.exec_driver_sql(
-                    f"SELECT slot_name FROM pg_replication_slots WHERE database = '{self.name}'"
-                ).fetchall()
-                for (slot,) in slots:
-                    connection.exec_driver_sql(f"SELECT pg_drop_replication_slot('{slot}')")
+                self._drop_slots(connection)
                 connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
             else:
                 connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {self.name}")
         admin.dispose()
+
+    def _drop_slots(self, connection: Connection) -> None:
+        """Drop this database's replication slots, ending the connections that hold them (which takes a moment)."""
+        deadline = time.monotonic() + DROP_TIMEOUT_S
+        while True:
+            slots: Sequence[Any] = connection.exec_driver_sql(
+                f"SELECT slot_name, active_pid FROM pg_replication_slots WHERE database = '{self.name}'"
+            ).fetchall()
+            if not slots:
+                return
+            for slot, pid in slots:
+                if pid is None:
+                    connection.exec_driver_sql(f"SELECT pg_drop_replication_slot('{slot}')")
+                else:
+                    connection.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"replication slots {slots} of {self.name} still held after {DROP_TIMEOUT_S} s")
+            time.sleep(0.05)
 
     def __repr__(self) -> str:
         return f"ScratchDatabase({self.kind}, {self.url})"

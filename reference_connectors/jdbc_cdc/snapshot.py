@@ -88,5 +88,15 @@ class Snapshot:
                 self.rows,
             )
 
+    def close(self) -> None:
+        """End the snapshot's transaction and close its connection (early, when the task stops mid-snapshot)."""
+        try:
+            self._rows.close()
+            self.connection.exec_driver_sql("COMMIT")
+        except Exception as error:  # the connection may be gone already
+            log.debug("%s: ending the snapshot transaction: %s", self.name, error)
+        finally:
+            self.connection.close()
+
     def __repr__(self) -> str:
         return f"Snapshot({self.name}, rows={self.rows} of {sum(self.totals.values())}, done={self.done})"

@@ -5,7 +5,6 @@ what is committed (purge the audit table, or move the slot) only from the commit
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -22,7 +21,9 @@ log = logging.getLogger(__name__)
 class ChangeStream(Protocol):
     """What the task reads from: a trigger-mode or a log-mode stream."""
 
-    def read(self, limit: int) -> list[tuple[Change, dict[str, Any]]]: ...
+    def read(self, limit: int, wait_s: float) -> list[tuple[Change, dict[str, Any]]]:
+        """The next changes and their offsets; waits up to ``wait_s`` when there are none."""
+        ...
 
     def heartbeat_offset(self) -> dict[str, Any] | None: ...
 
@@ -61,10 +62,8 @@ class JdbcCdcSourceTask(SourceTask):
 
     def poll(self) -> Sequence[SourceRecord] | None:
         assert self.stream is not None
-        changes = self.stream.read(self.cdc.batch_max_rows)
+        changes = self.stream.read(self.cdc.batch_max_rows, self.cdc.poll_interval_ms / 1000)
         if not changes:
-            if self.cdc.poll_interval_ms:
-                time.sleep(self.cdc.poll_interval_ms / 1000)  # nothing new: do not spin the worker thread
             return None
         now = self.context.clock.now_ms()
         record, partition = self.envelope.record, self.partition

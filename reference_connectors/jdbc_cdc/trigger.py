@@ -10,6 +10,7 @@ snapshots again.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -112,10 +113,16 @@ class TriggerStream:
         self.snapshot_position = start.position
         return start.position
 
-    def read(self, limit: int) -> list[tuple[Change, dict[str, Any]]]:
-        """The next changes with their offsets, in change-id order."""
+    def read(self, limit: int, wait_s: float) -> list[tuple[Change, dict[str, Any]]]:
+        """The next changes with their offsets, in change-id order; sleeps ``wait_s`` when there are none."""
         if self.snapshot is not None:
             return self._read_snapshot(limit)
+        found = self._read(limit)
+        if not found and wait_s > 0:
+            time.sleep(wait_s)  # nothing new: do not spin the worker thread
+        return found
+
+    def _read(self, limit: int) -> list[tuple[Change, dict[str, Any]]]:
         connection, dialect = self.connection, self.dialect
         reading = dialect.begin_read(connection, self.watermark.needs_list)
         try:
@@ -148,8 +155,7 @@ class TriggerStream:
             if found:
                 found[-1] = (found[-1][0], {"change_id": position})
                 self.handed = position
-            self.dialect.end_read(self.snapshot.connection)
-            self.snapshot.connection.close()
+            self.snapshot.close()
             self.snapshot = None
         return found
 
@@ -176,7 +182,7 @@ class TriggerStream:
 
     def close(self) -> None:
         if self.snapshot is not None:
-            self.snapshot.connection.close()
+            self.snapshot.close()
             self.snapshot = None
         self.connection.close()
 

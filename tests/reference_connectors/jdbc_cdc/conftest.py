@@ -35,3 +35,9 @@ def sqlite_database(tmp_path: Path) -> Iterator[ScratchDatabase]:
     found = ScratchDatabase.sqlite(tmp_path / "cdc.db")
     yield found
     found.close()
+
+
+@pytest.fixture
+def prefix(unique_name: str) -> str:
+    """The connector's topic prefix: unique, so tests on a shared broker never read each other's topics."""
+    return unique_name

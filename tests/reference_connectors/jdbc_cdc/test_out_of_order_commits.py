@@ -15,14 +15,14 @@ Make = Callable[..., SimulatedWorker]
 
 
 def test_transactions_committing_against_id_order_both_arrive(
-    make_simulated_worker: Make, server_database: ScratchDatabase
+    make_simulated_worker: Make, server_database: ScratchDatabase, prefix: str
 ) -> None:
     database = server_database
     create_orders(database)
     worker = make_simulated_worker({"offset.flush.interval.ms": 100})
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database))
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix))
     worker.advance(50)
-    topic = orders_topic(database)
+    topic = orders_topic(database, prefix)
     with database.connect() as first, database.connect() as second:
         lower = first.begin()
         first.exec_driver_sql("INSERT INTO orders VALUES (1, 'first', 1)")  # takes the lower change id
@@ -33,24 +33,24 @@ def test_transactions_committing_against_id_order_both_arrive(
         assert len(visible) == 1  # only the higher id is visible: max(id) would pass the lower one for good
         worker.advance(300)
         assert worker.messages(topic) == []
-        assert worker.source_offset("cdc", source_partition("shop")) is None
+        assert worker.source_offset("cdc", source_partition(prefix)) is None
         lower.commit()
     values = wait_for(worker, topic, 2)
     assert [v["after"]["item"] for v in values] == ["first", "second"]
     assert values[1]["source"]["change_id"] == visible[0][0] > values[0]["source"]["change_id"]
     worker.advance(200)
-    worker.assert_source_offset("cdc", source_partition("shop"), {"change_id": visible[0][0]})
+    worker.assert_source_offset("cdc", source_partition(prefix), {"change_id": visible[0][0]})
 
 
 def test_a_rolled_back_transaction_does_not_hold_the_stream_back(
-    make_simulated_worker: Make, server_database: ScratchDatabase
+    make_simulated_worker: Make, server_database: ScratchDatabase, prefix: str
 ) -> None:
     database = server_database
     create_orders(database)
     worker = make_simulated_worker()
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database))
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix))
     worker.advance(50)
-    topic = orders_topic(database)
+    topic = orders_topic(database, prefix)
     with database.connect() as first, database.connect() as second:
         lower = first.begin()
         first.exec_driver_sql("INSERT INTO orders VALUES (1, 'rolled back', 1)")

@@ -24,18 +24,18 @@ def create_orders(database: ScratchDatabase, *rows: tuple[int, str, int]) -> Non
         database.execute(f"INSERT INTO orders VALUES ({row[0]}, '{row[1]}', {row[2]})")
 
 
-def orders_topic(database: ScratchDatabase) -> str:
-    return "shop.orders" if database.kind == "sqlite" else f"shop.{schema(database)}.orders"
+def orders_topic(database: ScratchDatabase, prefix: str) -> str:
+    return f"{prefix}.orders" if database.kind == "sqlite" else f"{prefix}.{schema(database)}.orders"
 
 
 def schema(database: ScratchDatabase) -> str:
     return "public" if database.kind == "postgres" else str(database.name)
 
 
-def config(database: ScratchDatabase, **extra: Any) -> dict[str, Any]:
+def config(database: ScratchDatabase, prefix: str, **extra: Any) -> dict[str, Any]:
     return {
         "connection.url": database.url,
-        "topic.prefix": "shop",
+        "topic.prefix": prefix,
         "table.include.list": "orders",
         "poll.interval.ms": 0,
         **{k.replace("_", "."): v for k, v in extra.items()},
@@ -57,12 +57,12 @@ def row(id: int, item: str, qty: int) -> dict[str, Any]:
 
 
 def test_snapshot_then_inserts_updates_and_deletes_arrive_in_order(
-    make_worker: Make, database: ScratchDatabase
+    make_worker: Make, database: ScratchDatabase, prefix: str
 ) -> None:
     create_orders(database, (1, "apple", 3), (2, "pear", 1))
     worker = make_worker({"offset.flush.interval.ms": 100})
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database))
-    topic = orders_topic(database)
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix))
+    topic = orders_topic(database, prefix)
     wait_for(worker, topic, 2)
     database.execute("INSERT INTO orders VALUES (3, 'fig', 7)", "UPDATE orders SET qty = 4 WHERE id = 1")
     database.execute("DELETE FROM orders WHERE id = 2")
@@ -81,22 +81,22 @@ def test_snapshot_then_inserts_updates_and_deletes_arrive_in_order(
     assert {v["source"]["table"] for v in values} == {"orders"}
     assert [m.key for m in worker.messages(topic)][2:] == [b'{"id":3}', b'{"id":1}', b'{"id":2}']
     worker.advance(200)
-    worker.assert_source_offset("cdc", source_partition("shop"), {"change_id": change_ids[-1]})
-    assert worker.messages("shop.notes") == []
+    worker.assert_source_offset("cdc", source_partition(prefix), {"change_id": change_ids[-1]})
+    assert worker.messages(f"{prefix}.notes") == []
 
 
 def test_restart_resumes_without_loss_and_purges_only_committed_changes(
-    make_worker: Make, database: ScratchDatabase
+    make_worker: Make, database: ScratchDatabase, prefix: str
 ) -> None:
     create_orders(database)
     worker = make_worker({"offset.flush.interval.ms": 100})
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database))
-    topic = orders_topic(database)
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix))
+    topic = orders_topic(database, prefix)
     for n in range(1, 4):
         database.execute(f"INSERT INTO orders VALUES ({n}, 'item{n}', {n})")
     wait_for(worker, topic, 3)
     worker.advance(200)
-    committed = worker.source_offset("cdc", source_partition("shop"))
+    committed = worker.source_offset("cdc", source_partition(prefix))
     assert committed is not None
     worker.run_until(
         lambda: database.scalar(f"SELECT count(*) FROM {AUDIT} WHERE id <= {committed['change_id']}") == 0,
@@ -119,11 +119,11 @@ def test_restart_resumes_without_loss_and_purges_only_committed_changes(
 
 
 def test_plain_stop_keeps_triggers_and_audit_table_and_delete_drops_them(
-    make_simulated_worker: Make, database: ScratchDatabase
+    make_simulated_worker: Make, database: ScratchDatabase, prefix: str
 ) -> None:
     create_orders(database)
     worker = make_simulated_worker()
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, table_include_list="orders,notes"))
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, table_include_list="orders,notes"))
     worker.advance(50)
     provisioned = database.triggers()
     assert provisioned and all(name.startswith(AUDIT) for name in provisioned)
@@ -144,24 +144,28 @@ def test_plain_stop_keeps_triggers_and_audit_table_and_delete_drops_them(
 
 
 def test_reconfigured_include_list_drops_the_triggers_of_tables_left_out(
-    make_simulated_worker: Make, sqlite_database: ScratchDatabase
+    make_simulated_worker: Make, sqlite_database: ScratchDatabase, prefix: str
 ) -> None:
     create_orders(sqlite_database)
     worker = make_simulated_worker()
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(sqlite_database, table_include_list="orders,notes"))
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, config(sqlite_database, prefix, table_include_list="orders,notes")
+    )
     worker.advance(50)
     assert len(sqlite_database.triggers()) == 6
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(sqlite_database, table_include_list="notes"))
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(sqlite_database, prefix, table_include_list="notes"))
     worker.advance(50)
     assert sqlite_database.triggers() == [f"{AUDIT}_{op}_notes" for op in "cdu"]
 
 
 def test_a_missing_table_fails_the_connector_naming_it(
-    make_simulated_worker: Make, sqlite_database: ScratchDatabase
+    make_simulated_worker: Make, sqlite_database: ScratchDatabase, prefix: str
 ) -> None:
     create_orders(sqlite_database)
     worker = make_simulated_worker()
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(sqlite_database, table_include_list="orders,invoices"))
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, config(sqlite_database, prefix, table_include_list="orders,invoices")
+    )
     worker.advance(20)
     assert worker.herder.connector_state("cdc") == State.FAILED
     _state, trace = worker.herder.statuses[("cdc", None)]
