@@ -162,8 +162,8 @@ class LogStream:
         exists = self._slot_exists(engine)
         if resume and not exists:
             log.warning("%s: slot %s is missing; creating it: changes since the offset are lost", cdc.name, cdc.slot)
-        if not resume and exists:
-            log.info("%s: no complete offset for slot %s: creating it again", cdc.name, cdc.slot)
+        if not resume and exists and cdc.snapshot:
+            log.info("%s: no complete offset for slot %s: creating it again to snapshot", cdc.name, cdc.slot)
             self.cursor.drop_replication_slot(cdc.slot)
             exists = False
         if not exists:
