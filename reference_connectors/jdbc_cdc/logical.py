@@ -31,16 +31,7 @@ from sqlalchemy import Connection, Engine
 
 from headwater.reference_connectors.jdbc_cdc.config import CdcConfig
 from headwater.reference_connectors.jdbc_cdc.envelope import Change
-from headwater.reference_connectors.jdbc_cdc.pgoutput import (
-    Begin,
-    Commit,
-    Relation,
-    RowChange,
-    decode,
-    format_lsn,
-    image,
-    parse_lsn,
-)
+from headwater.reference_connectors.jdbc_cdc.pgoutput import Begin, Commit, Decoder, RowChange, format_lsn, parse_lsn
 from headwater.reference_connectors.jdbc_cdc.postgres import PostgresDialect
 from headwater.reference_connectors.jdbc_cdc.snapshot import Snapshot
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
@@ -148,7 +139,7 @@ class LogStream:
         self.cdc = cdc
         self.dialect = PostgresDialect(engine, cdc.audit_table)
         self.tables = {t.qualified: t for t in tables}
-        self.relations: dict[int, tuple[Relation, CapturedTable | None]] = {}
+        self.decoder = Decoder()
         self.snapshot: Snapshot | None = None
         with autocommit(engine) as connection:
             check_server(connection)
@@ -175,7 +166,7 @@ class LogStream:
                 self._start_snapshot(engine, tables, snapshot_name, start)
         self.flushed = start
         self.handed: int | None = start if resume else None
-        self.transaction: list[Change] = []
+        self.transaction: list[tuple[RowChange, CapturedTable]] = []
         self.begin: Begin | None = None
         self.idle_lsn = start
         self.last_end = start
@@ -213,7 +204,7 @@ class LogStream:
         while len(found) < limit:
             message = self.cursor.read_message()
             if message is not None:
-                self._take(decode(message.payload), found)
+                self._take(self.decoder.decode(message.payload), found)
                 continue
             if not self.transaction:  # everything the server sent is handed on: its WAL position is safe
                 self.idle_lsn = max(self.idle_lsn, int(self.cursor.wal_end))
@@ -225,32 +216,25 @@ class LogStream:
 
     def _take(self, message: Any, found: list[tuple[Change, Offset]]) -> None:
         if isinstance(message, RowChange):
-            relation, table = self.relations[message.relid]
-            if table is None or self.begin is None:
-                return
-            before = image(relation, message.old, key_only=message.old_is_key)
-            after = image(relation, message.new)
-            self.transaction.append(Change(table, message.op, before, after, self.begin.commit_ms, txid=self.begin.xid))
+            relation = message.relation
+            table = self.tables.get(f"{relation.namespace}.{relation.name}")
+            if table is not None:
+                self.transaction.append((message, table))
         elif isinstance(message, Begin):
             self.begin, self.transaction = message, []
         elif isinstance(message, Commit):
-            end, previous = message.end_lsn, self.last_end
-            count = len(self.transaction)
-            for seq, change in enumerate(self.transaction):
+            end, previous, begin = message.end_lsn, self.last_end, self.begin
+            last = len(self.transaction) - 1
+            ts_ms, xid = message.commit_ms, begin.xid if begin is not None else None
+            for seq, (change, table) in enumerate(self.transaction):
                 if (end, seq) <= self.skip_to:
                     continue
-                flush = end if seq == count - 1 else previous
-                dated = Change(
-                    change.table, change.op, change.before, change.after, change.ts_ms, lsn=end, txid=change.txid
-                )
-                found.append((dated, {"lsn": end, "seq": seq, "flush": flush}))
+                event = Change(table, change.op, change.old, change.new, ts_ms, lsn=end, txid=xid)
+                found.append((event, {"lsn": end, "seq": seq, "flush": end if seq == last else previous}))
             self.last_end = self.idle_lsn = max(end, self.last_end)
             if found:
                 self.handed = found[-1][1]["lsn"]
             self.transaction, self.begin = [], None
-        elif isinstance(message, Relation):
-            table = self.tables.get(f"{message.namespace}.{message.name}")
-            self.relations[message.relid] = (message, table)
 
     def _read_snapshot(self, limit: int) -> list[tuple[Change, Offset]]:
         assert self.snapshot is not None

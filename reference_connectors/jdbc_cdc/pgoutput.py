@@ -8,9 +8,10 @@ text and are turned into the JSON types ``to_jsonb`` gives, so log-mode images m
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,12 @@ _FLOATS = frozenset({700, 701})
 _NUMERIC = 1700
 _BOOL = 16
 _JSON = frozenset({114, 3802})
-_TIMESTAMPS = frozenset({1114, 1184})
+_TEXT, _BINARY, _NULL = ord("t"), ord("b"), ord("n")
+_INSERT, _UPDATE, _DELETE = ord("I"), ord("U"), ord("D")
+_CHANGES = frozenset({_INSERT, _UPDATE, _DELETE})
+_KEY = ord("K")
+_OLD = frozenset({_KEY, ord("O")})
+_BEGIN, _COMMIT, _RELATION = ord("B"), ord("C"), ord("R")
 
 
 def parse_lsn(text: str) -> int:
@@ -54,6 +60,11 @@ class Relation:
     keys: tuple[bool, ...]
     """Which columns are in the replica identity (the old image of ``K`` changes holds only those)."""
 
+    @functools.cached_property
+    def converters(self) -> tuple[Callable[[str], Any], ...]:
+        """Per column, what turns its text value into the JSON value ``to_jsonb`` gives."""
+        return tuple(converter(type_oid) for type_oid in self.types)
+
 
 @dataclass(frozen=True)
 class Begin:
@@ -71,14 +82,14 @@ class Commit:
 
 @dataclass(frozen=True)
 class RowChange:
-    """An insert (``c``), update (``u``) or delete (``d``) of a row of relation ``relid``; images as raw tuples."""
+    """An insert (``c``), update (``u``) or delete (``d``) of a row of ``relation``, with its images (the old one
+    holds only the replica identity's columns under ``REPLICA IDENTITY DEFAULT``; unchanged TOASTed values are left
+    out)."""
 
     op: str
-    relid: int
-    old: tuple[tuple[str, bytes | None], ...] | None
-    new: tuple[tuple[str, bytes | None], ...] | None
-    old_is_key: bool = False
-    """The old image holds only the replica identity's columns (``REPLICA IDENTITY DEFAULT``)."""
+    relation: Relation
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
 
 
 Message = Relation | Begin | Commit | RowChange | None
@@ -120,87 +131,99 @@ class _Reader:
         self.at = end + 1
         return value
 
-    def tuple(self) -> tuple[tuple[str, bytes | None], ...]:
-        values: list[tuple[str, bytes | None]] = []
-        for _ in range(self.int16()):
-            kind = self.byte()
-            if kind in ("t", "b"):
-                length = self.int32()
-                values.append((kind, self.data[self.at : self.at + length]))
-                self.at += length
-            else:
-                values.append((kind, None))  # n: null, u: unchanged TOASTed value
-        return tuple(values)
+
+def _row(relation: Relation, data: bytes, at: int, key_only: bool) -> tuple[dict[str, Any], int]:
+    """The row image starting at ``data[at]`` (TupleData), and where it ends."""
+    columns, converters, keys = relation.columns, relation.converters, relation.keys
+    count = (data[at] << 8) | data[at + 1]
+    at += 2
+    row: dict[str, Any] = {}
+    for index in range(count):
+        kind = data[at]
+        at += 1
+        if kind in (_TEXT, _BINARY):
+            length = _INT32.unpack_from(data, at)[0]
+            at += 4
+            if not key_only or keys[index]:
+                raw = data[at : at + length]
+                row[columns[index]] = converters[index](raw.decode()) if kind == _TEXT else raw.hex()
+            at += length
+        elif kind == _NULL and (not key_only or keys[index]):
+            row[columns[index]] = None
+    return row, at
 
 
-def decode(data: bytes) -> Message:
-    """One pgoutput message; ``None`` for the kinds the connector ignores."""
-    tag = chr(data[0])
-    reader = _Reader(data)
-    if tag in "IUD":
-        relid = reader.int32()
-        old = None
-        kind = reader.byte()
-        is_key = kind == "K"
-        if kind in ("K", "O"):
-            old = reader.tuple()
-            if tag == "D":
-                return RowChange("d", relid, old, None, is_key)
-            kind = reader.byte()
-        return RowChange("c" if tag == "I" else "u", relid, old, reader.tuple(), is_key)
-    if tag == "B":
-        return Begin(reader.uint64(), unix_ms(reader.int64()), reader.int32())
-    if tag == "C":
-        reader.byte()  # flags
-        return Commit(reader.uint64(), reader.uint64(), unix_ms(reader.int64()))
-    if tag == "R":
-        relid, namespace, name = reader.int32(), reader.string(), reader.string()
-        reader.byte()  # replica identity setting
-        columns, types, keys = [], [], []
-        for _ in range(reader.int16()):
-            keys.append(reader.byte() == "\x01")
-            columns.append(reader.string())
-            types.append(reader.int32())
-            reader.int32()  # type modifier
-        return Relation(relid, namespace, name, tuple(columns), tuple(types), tuple(keys))
-    return None
+class Decoder:
+    """Decodes one replication session's messages; remembers the relations it was told about."""
 
+    def __init__(self) -> None:
+        self.relations: dict[int, Relation] = {}
 
-def _value(type_oid: int, raw: bytes) -> Any:
-    text = raw.decode()
-    if type_oid in _INTEGERS:
-        return int(text)
-    if type_oid == _BOOL:
-        return text == "t"
-    if type_oid in _FLOATS or type_oid == _NUMERIC:
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text  # NaN, Infinity: to_jsonb writes them as strings too
-    if type_oid in _JSON:
-        return json.loads(text)
-    if type_oid in _TIMESTAMPS:
-        text = text.replace(" ", "T", 1)
-        if type_oid == 1184 and len(text) > 3 and text[-3] in "+-":
-            text += ":00"
-        return text
-    return text
-
-
-def image(
-    relation: Relation, values: tuple[tuple[str, bytes | None], ...] | None, key_only: bool = False
-) -> Mapping[str, Any] | None:
-    """A row image as ``{column: value}``; unchanged TOASTed columns are left out, key-only images hold the key."""
-    if values is None:
+    def decode(self, data: bytes) -> Message:
+        """One pgoutput message; ``None`` for the kinds the connector ignores."""
+        tag = data[0]
+        if tag in _CHANGES:
+            relation = self.relations[_INT32.unpack_from(data, 1)[0]]
+            kind, at, old = data[5], 6, None
+            if kind in _OLD:
+                old, at = _row(relation, data, at, kind == _KEY)
+                if tag == _DELETE:
+                    return RowChange("d", relation, old, None)
+                kind, at = data[at], at + 1
+            return RowChange("c" if tag == _INSERT else "u", relation, old, _row(relation, data, at, False)[0])
+        reader = _Reader(data)
+        if tag == _BEGIN:
+            return Begin(reader.uint64(), unix_ms(reader.int64()), reader.int32())
+        if tag == _COMMIT:
+            reader.byte()  # flags
+            return Commit(reader.uint64(), reader.uint64(), unix_ms(reader.int64()))
+        if tag == _RELATION:
+            relid, namespace, name = reader.int32(), reader.string(), reader.string()
+            reader.byte()  # replica identity setting
+            columns, types, keys = [], [], []
+            for _ in range(reader.int16()):
+                keys.append(reader.byte() == "\x01")
+                columns.append(reader.string())
+                types.append(reader.int32())
+                reader.int32()  # type modifier
+            relation = Relation(relid, namespace, name, tuple(columns), tuple(types), tuple(keys))
+            self.relations[relid] = relation
+            return relation
         return None
-    found: dict[str, Any] = {}
-    for column, type_oid, is_key, (kind, raw) in zip(
-        relation.columns, relation.types, relation.keys, values, strict=False
-    ):
-        if key_only and not is_key:
-            continue
-        if kind == "n":
-            found[column] = None
-        elif raw is not None:
-            found[column] = _value(type_oid, bytes(raw)) if kind == "t" else bytes(raw).hex()
-    return found
+
+
+def _numeric(text: str) -> Any:
+    try:
+        return float(text) if "." in text or "e" in text else int(text)
+    except ValueError:
+        return text  # NaN, Infinity: to_jsonb writes them as strings too
+
+
+def _timestamp(text: str) -> str:
+    return text.replace(" ", "T", 1)
+
+
+def _timestamptz(text: str) -> str:
+    text = text.replace(" ", "T", 1)
+    return text + ":00" if len(text) > 3 and text[-3] in "+-" else text
+
+
+def _bool(text: str) -> bool:
+    return text == "t"
+
+
+def converter(type_oid: int) -> Callable[[str], Any]:
+    """What turns a text value of type ``type_oid`` into its JSON value."""
+    if type_oid in _INTEGERS:
+        return int
+    if type_oid == _BOOL:
+        return _bool
+    if type_oid in _FLOATS or type_oid == _NUMERIC:
+        return _numeric
+    if type_oid in _JSON:
+        return json.loads
+    if type_oid == 1114:
+        return _timestamp
+    if type_oid == 1184:
+        return _timestamptz
+    return str

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 
 from sqlalchemy import Connection
 
@@ -42,7 +42,7 @@ class Snapshot:
         total = sum(self.totals.values())
         log.info("%s: snapshot of %d rows in %d tables started", name, total, len(self.tables))
 
-    def _all_rows(self) -> Iterator[Change]:
+    def _all_rows(self) -> Generator[Change, None, None]:
         for table in self.tables:
             query = f"SELECT {self.dialect.row_json(table)} FROM {self.dialect.table_ref(table)}"
             for (image,) in self.dialect.stream_rows(self.connection, query):
