@@ -18,6 +18,7 @@ PACKAGES = [
     "headwater.runtime.storage",
     "headwater.harness",
     "headwater.reference_connectors.kafka_mirror",
+    "headwater.reference_connectors.jdbc_cdc",
 ]
 
 SDK_API = [

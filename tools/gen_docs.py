@@ -13,9 +13,11 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF as JDBC_CDC_CONFIG
 from headwater.reference_connectors.kafka_mirror.config import SEED_CONFIG as MIRROR_CONFIG
 from headwater.runtime.config import CONNECTOR_CONFIG, SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.converters import JsonConverter, StringConverter
+from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG
 from headwater.runtime.standalone import STANDALONE_CONFIG
 from headwater.sdk import ConfigDef, ConfigKey, hookspecs
 
@@ -66,6 +68,11 @@ SECTIONS: list[tuple[str, str, Callable[[], Iterable[ConfigKey]]]] = [
         "`headwater standalone` adds these to the worker's keys.",
         lambda: _only(STANDALONE_CONFIG, WORKER_CONFIG),
     ),
+    (
+        "Distributed worker",
+        "`headwater distributed` adds these to the standalone worker's keys ([distributed mode](distributed.md)).",
+        lambda: _only(DISTRIBUTED_CONFIG, STANDALONE_CONFIG),
+    ),
     ("Connector: every connector", "Keys every connector config accepts.", lambda: CONNECTOR_CONFIG),
     ("Connector: sources", "Source connectors add these.", lambda: _only(SOURCE_CONNECTOR_CONFIG, CONNECTOR_CONFIG)),
     ("Connector: sinks", "Sink connectors add these.", lambda: _only(SINK_CONNECTOR_CONFIG, CONNECTOR_CONFIG)),
@@ -80,6 +87,7 @@ SECTIONS: list[tuple[str, str, Callable[[], Iterable[ConfigKey]]]] = [
         lambda: JsonConverter.CONFIG,
     ),
     ("Reference connector: kafka-mirror", "See [the guide](kafka-mirror.md).", lambda: MIRROR_CONFIG),
+    ("Reference connector: jdbc-cdc", "See [the guide](jdbc-cdc.md).", lambda: JDBC_CDC_CONFIG),
 ]
 
 

@@ -1,0 +1,184 @@
+"""The CDC connector's configuration: where the database is, which tables, which capture mode, and the names of what
+the connector provisions (audit table and triggers, or replication slot and publication)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, one_of
+
+CONNECTION_URL = "connection.url"
+CAPTURE_MODE = "capture.mode"
+TABLE_INCLUDE = "table.include.list"
+TABLE_EXCLUDE = "table.exclude.list"
+TOPIC_PREFIX = "topic.prefix"
+SNAPSHOT_MODE = "snapshot.mode"
+SNAPSHOT_FETCH_SIZE = "snapshot.fetch.size"
+BATCH_MAX_ROWS = "batch.max.rows"
+POLL_INTERVAL_MS = "poll.interval.ms"
+AUDIT_TABLE = "audit.table.name"
+PURGE_AUDIT = "audit.purge.committed"
+SLOT_NAME = "slot.name"
+PUBLICATION_NAME = "publication.name"
+REPLICA_IDENTITY_FULL = "replica.identity.full"
+
+TRIGGER, LOG = "trigger", "log"
+INITIAL, NEVER = "initial", "never"
+
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,47}")
+_NAME_CHARS = re.compile(r"[^a-z0-9_]+")
+
+
+def default_object_name(connector: str) -> str:
+    """``headwater_cdc_<connector name>`` in lower case, other characters as ``_``, cut to 48 characters."""
+    return ("headwater_cdc_" + _NAME_CHARS.sub("_", connector.lower())).rstrip("_")[:48]
+
+
+def _identifier(key: str, value: Any) -> None:
+    if value and not _IDENTIFIER.fullmatch(value):
+        raise ConfigError(key, value, "Use at most 48 lower-case letters, digits and '_', not starting with a digit")
+
+
+def _patterns(key: str, value: Any) -> None:
+    for item in value or ():
+        try:
+            re.compile(item)
+        except re.error as error:
+            raise ConfigError(key, value, f"{item!r} is not a regular expression: {error}") from None
+
+
+def _url(key: str, value: Any) -> None:
+    if not value or "://" not in value:
+        raise ConfigError(key, value, "Expected an SQLAlchemy URL such as postgresql+psycopg2://user@host/db")
+
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        CONNECTION_URL,
+        Type.PASSWORD,
+        importance=Importance.HIGH,
+        documentation="SQLAlchemy URL of the database: sqlite:///path, postgresql+psycopg2://..., mysql+pymysql://...",
+        validator=_url,
+    )
+    .define(
+        CAPTURE_MODE,
+        Type.STRING,
+        TRIGGER,
+        Importance.HIGH,
+        "trigger (audit table and row triggers; SQLite, PostgreSQL, MariaDB/MySQL) or log (PostgreSQL logical "
+        "replication with pgoutput).",
+        one_of(TRIGGER, LOG),
+    )
+    .define(
+        TABLE_INCLUDE,
+        Type.LIST,
+        "",
+        Importance.HIGH,
+        "Regular expressions matched against whole table names (schema.table or table); empty captures every table. "
+        "Each expression must match a table.",
+        _patterns,
+    )
+    .define(
+        TABLE_EXCLUDE,
+        Type.LIST,
+        "",
+        Importance.MEDIUM,
+        "Regular expressions of tables left out, matched like the include list.",
+        _patterns,
+    )
+    .define(TOPIC_PREFIX, Type.STRING, "", Importance.HIGH, "Topics are <prefix>.<schema>.<table>; empty: the name.")
+    .define(
+        SNAPSHOT_MODE,
+        Type.STRING,
+        INITIAL,
+        Importance.MEDIUM,
+        "initial: on first start, emit every existing row (op r), then stream; never: stream changes only.",
+        one_of(INITIAL, NEVER),
+    )
+    .define(SNAPSHOT_FETCH_SIZE, Type.INT, 1000, Importance.LOW, "Rows per poll while snapshotting.", at_least(1))
+    .define(BATCH_MAX_ROWS, Type.INT, 2000, Importance.LOW, "Most change events one poll returns.", at_least(1))
+    .define(
+        POLL_INTERVAL_MS,
+        Type.INT,
+        100,
+        Importance.LOW,
+        "How long a poll that found nothing waits before it returns.",
+        at_least(0),
+    )
+    .define(
+        AUDIT_TABLE,
+        Type.STRING,
+        "",
+        Importance.LOW,
+        "Trigger mode: the audit table, also the prefix of the triggers; empty: headwater_cdc_<name>.",
+        _identifier,
+    )
+    .define(
+        PURGE_AUDIT,
+        Type.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Trigger mode: delete audit rows up to the committed offset after each offset commit.",
+    )
+    .define(SLOT_NAME, Type.STRING, "", Importance.LOW, "Log mode: replication slot; empty: headwater_cdc_<name>.")
+    .define(PUBLICATION_NAME, Type.STRING, "", Importance.LOW, "Log mode: publication; empty: headwater_cdc_<name>.")
+    .define(
+        REPLICA_IDENTITY_FULL,
+        Type.BOOLEAN,
+        False,
+        Importance.LOW,
+        "Log mode: set REPLICA IDENTITY FULL on captured tables so updates and deletes carry the whole before image.",
+    )
+)
+"""Every option of the CDC connector with its default and validator."""
+
+
+@dataclass(frozen=True)
+class CdcConfig:
+    """A parsed connector or task config."""
+
+    name: str
+    url: str
+    mode: str
+    include: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+    topic_prefix: str
+    snapshot: bool
+    snapshot_fetch_size: int
+    batch_max_rows: int
+    poll_interval_ms: int
+    audit_table: str
+    purge: bool
+    slot: str
+    publication: str
+    replica_identity_full: bool
+
+    @classmethod
+    def parse(cls, props: Mapping[str, Any]) -> CdcConfig:
+        """Parse ``props``; raises :class:`ConfigError` naming the bad key."""
+        parsed = CONFIG_DEF.parse(props)
+        name = str(props.get("name", "")) or "jdbc-cdc"
+        default = default_object_name(name)
+        for key in (SLOT_NAME, PUBLICATION_NAME):
+            _identifier(key, parsed[key])
+        return cls(
+            name=name,
+            url=parsed[CONNECTION_URL],
+            mode=parsed[CAPTURE_MODE].lower(),
+            include=tuple(re.compile(p) for p in parsed[TABLE_INCLUDE] if p),
+            exclude=tuple(re.compile(p) for p in parsed[TABLE_EXCLUDE] if p),
+            topic_prefix=parsed[TOPIC_PREFIX] or name,
+            snapshot=parsed[SNAPSHOT_MODE].lower() == INITIAL,
+            snapshot_fetch_size=parsed[SNAPSHOT_FETCH_SIZE],
+            batch_max_rows=parsed[BATCH_MAX_ROWS],
+            poll_interval_ms=parsed[POLL_INTERVAL_MS],
+            audit_table=parsed[AUDIT_TABLE] or default,
+            purge=parsed[PURGE_AUDIT],
+            slot=parsed[SLOT_NAME] or default,
+            publication=parsed[PUBLICATION_NAME] or default,
+            replica_identity_full=parsed[REPLICA_IDENTITY_FULL],
+        )

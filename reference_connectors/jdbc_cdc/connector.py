@@ -1,0 +1,81 @@
+"""The JDBC-CDC source connector: provisions what its capture mode needs when it starts, runs one task, and removes
+what it provisioned only when it is deleted (``stop(connector_deleted=True)``, seed KIP-901), never on a plain stop,
+restart or reconfiguration."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from sqlalchemy import Engine
+
+from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF, LOG, CdcConfig
+from headwater.reference_connectors.jdbc_cdc.database import make_engine
+from headwater.reference_connectors.jdbc_cdc.tables import discover
+from headwater.reference_connectors.jdbc_cdc.task import JdbcCdcSourceTask
+from headwater.reference_connectors.jdbc_cdc.trigger import TriggerProvisioner
+from headwater.sdk import ConfigDef, SourceConnector, SourceTask, hookimpl
+
+log = logging.getLogger(__name__)
+
+
+class JdbcCdcSourceConnector(SourceConnector):
+    """Captures row changes of the tables ``table.include.list`` selects, in ``capture.mode``."""
+
+    engine: Engine | None = None
+
+    def version(self) -> str:
+        try:
+            return version("headwater")
+        except PackageNotFoundError:
+            return "0.0.0"
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def validate(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        parsed = super().validate(config)
+        CdcConfig.parse(config)
+        return parsed
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Check the database and create the audit table and triggers (trigger mode) or the publication (log mode);
+        raises :class:`~headwater.sdk.ConnectError` for a missing table, missing privileges or ``wal_level``."""
+        self.config = dict(config)
+        self.cdc = CdcConfig.parse(config)
+        self.engine = make_engine(self.cdc.url)
+        tables = discover(self.engine, self.cdc.include, self.cdc.exclude, internal=[self.cdc.audit_table])
+        if self.cdc.mode == LOG:
+            from headwater.reference_connectors.jdbc_cdc.logical import LogProvisioner
+
+            LogProvisioner(self.engine, self.cdc).provision(tables)
+        else:
+            TriggerProvisioner(self.engine, self.cdc.audit_table).provision(tables)
+
+    def task_class(self) -> type[SourceTask]:
+        return JdbcCdcSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """One task: changes are read in one order from one audit table or one slot."""
+        return [dict(self.config)]
+
+    @hookimpl(specname="stop")
+    def on_stop(self, connector_deleted: bool) -> None:
+        """On delete, drop every trigger and the audit table, or the slot and the publication."""
+        engine = self.engine
+        if engine is None:
+            return
+        try:
+            if connector_deleted:
+                log.info("connector %s deleted: removing what it provisioned", self.cdc.name)
+                if self.cdc.mode == LOG:
+                    from headwater.reference_connectors.jdbc_cdc.logical import LogProvisioner
+
+                    LogProvisioner(engine, self.cdc).deprovision()
+                else:
+                    TriggerProvisioner(engine, self.cdc.audit_table).deprovision()
+        finally:
+            engine.dispose()
+            self.engine = None

@@ -1,0 +1,106 @@
+"""The change event: one envelope for every mode and database, so consumers read trigger and log events alike.
+
+Value::
+
+    {"op": "c" | "u" | "d" | "r",          # create, update, delete, read (a snapshot row)
+     "before": {column: value} | null,     # the row before the change (null for c and r)
+     "after": {column: value} | null,      # the row after the change (null for d)
+     "source": {"connector": "jdbc-cdc", "name": <topic.prefix>, "mode": "trigger" | "log",
+                "db": <database>, "schema": <schema> | null, "table": <table>,
+                "change_id": <audit id> | null, "lsn": <commit LSN> | null, "txid": <transaction> | null,
+                "snapshot": true | false, "ts_ms": <when the database made the change>},
+     "ts_ms": <when the connector read it>}
+
+Key: ``{primary key column: value}`` from the after image (the before image for a delete); ``None`` for a table
+without a primary key. Topic: ``<topic.prefix>.<schema>.<table>`` (``<topic.prefix>.<table>`` without a schema).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
+from headwater.sdk import SourceOffset, SourcePartition, SourceRecord
+
+CONNECTOR = "jdbc-cdc"
+OPERATIONS = frozenset({"c", "u", "d", "r"})
+
+
+@dataclass(frozen=True)
+class Change:
+    """One row change read from the database, before it is wrapped in an envelope."""
+
+    table: CapturedTable
+    op: str
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+    ts_ms: int | None
+    change_id: int | None = None
+    lsn: int | None = None
+    txid: int | None = None
+    snapshot: bool = False
+
+
+def topic_for(prefix: str, table: CapturedTable) -> str:
+    return f"{prefix}.{table.qualified}"
+
+
+def change_key(change: Change) -> dict[str, Any] | None:
+    """The primary key of the changed row, or ``None`` when the table has none."""
+    image = change.after if change.after is not None else change.before
+    if not change.table.primary_key or image is None:
+        return None
+    return {column: image.get(column) for column in change.table.primary_key}
+
+
+class Envelope:
+    """Builds the records of one connector: its topic prefix, mode and database name go into every event."""
+
+    def __init__(self, prefix: str, mode: str, database: str | None) -> None:
+        self.prefix = prefix
+        self.mode = mode
+        self.database = database
+        self._topics: dict[CapturedTable, str] = {}
+
+    def value(self, change: Change, now_ms: int) -> dict[str, Any]:
+        if change.op not in OPERATIONS:
+            raise ValueError(f"unknown operation {change.op!r}")
+        source = {
+            "connector": CONNECTOR,
+            "name": self.prefix,
+            "mode": self.mode,
+            "db": self.database,
+            "schema": change.table.schema,
+            "table": change.table.name,
+            "change_id": change.change_id,
+            "lsn": change.lsn,
+            "txid": change.txid,
+            "snapshot": change.snapshot,
+            "ts_ms": change.ts_ms,
+        }
+        return {
+            "op": change.op,
+            "before": None if change.before is None else dict(change.before),
+            "after": None if change.after is None else dict(change.after),
+            "source": source,
+            "ts_ms": now_ms,
+        }
+
+    def topic(self, table: CapturedTable) -> str:
+        found = self._topics.get(table)
+        if found is None:
+            found = self._topics[table] = topic_for(self.prefix, table)
+        return found
+
+    def record(self, change: Change, partition: SourcePartition, offset: SourceOffset, now_ms: int) -> SourceRecord:
+        """The source record of ``change``; its timestamp is the database's change time when known."""
+        return SourceRecord(
+            partition,
+            offset,
+            self.topic(change.table),
+            self.value(change, now_ms),
+            change_key(change),
+            timestamp=change.ts_ms if change.ts_ms is not None else now_ms,
+        )

@@ -1,0 +1,69 @@
+"""Trigger mode on SQLite: ``AFTER`` row triggers that write ``json_object`` images into an ``AUTOINCREMENT`` audit
+table (ids are never reused, even after the rows are purged). SQLite runs one writer at a time, so ids become
+visible in id order and no transaction is ever reported in flight. Use a database in WAL mode, so that a snapshot's
+long read does not block writers."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import Connection
+
+from headwater.reference_connectors.jdbc_cdc.dialect import OPS, TriggerDialect
+from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
+from headwater.reference_connectors.jdbc_cdc.watermark import Reading
+
+NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+_ARGS_PER_OBJECT = 60
+"""Columns per ``json_object`` call (SQLite caps a function's arguments at 127); wider rows are patched together."""
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class SqliteDialect(TriggerDialect):
+    def create_audit(self, connection: Connection) -> None:
+        connection.exec_driver_sql(
+            f"CREATE TABLE IF NOT EXISTS {self.audit_ref} (id INTEGER PRIMARY KEY AUTOINCREMENT, txid INTEGER, "
+            'table_name TEXT NOT NULL, op TEXT NOT NULL, "before" TEXT, "after" TEXT, ts_ms INTEGER)'
+        )
+
+    def _image(self, table: CapturedTable, row: str) -> str:
+        prefix = f"{row}." if row else ""
+        parts = []
+        for start in range(0, len(table.columns), _ARGS_PER_OBJECT):
+            chunk = table.columns[start : start + _ARGS_PER_OBJECT]
+            parts.append("json_object(" + ", ".join(f"{literal(c)}, {prefix}{self.q(c)}" for c in chunk) + ")")
+        image = parts[0] if parts else "json_object()"
+        for part in parts[1:]:
+            image = f"json_patch({image}, {part})"
+        return image
+
+    def row_json(self, table: CapturedTable) -> str:
+        return self._image(table, "")
+
+    def install(self, connection: Connection, table: CapturedTable) -> None:
+        for op, event in OPS:
+            name = self.q(self.trigger_name(table, op))
+            before = self._image(table, "OLD") if op != "c" else "NULL"
+            after = self._image(table, "NEW") if op != "d" else "NULL"
+            connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+            connection.exec_driver_sql(
+                f"CREATE TRIGGER {name} AFTER {event} ON {self.table_ref(table)} BEGIN "
+                f'INSERT INTO {self.audit_ref} (txid, table_name, op, "before", "after", ts_ms) '
+                f"VALUES (NULL, {literal(table.qualified)}, '{op}', {before}, {after}, {NOW_MS}); END"
+            )
+
+    def installed(self, connection: Connection) -> list[tuple[str, str]]:
+        rows = connection.exec_driver_sql("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'")
+        prefix = self.audit + "_"
+        return sorted((str(name), str(table)) for name, table in rows if str(name).startswith(prefix))
+
+    def drop_trigger(self, connection: Connection, trigger: str, table: str) -> None:
+        connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {self.q(trigger)}")
+
+    def begin_read(self, connection: Connection, need_list: bool = False) -> Reading:
+        started = time.monotonic()
+        connection.exec_driver_sql("BEGIN")
+        return Reading(frozenset(), started, started)

@@ -1,0 +1,76 @@
+"""Which tables a connector captures: the database's tables, filtered by the include and exclude lists."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, inspect
+
+from headwater.sdk import ConnectError
+
+SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys"})
+
+
+@dataclass(frozen=True)
+class CapturedTable:
+    """A captured table: where it is, its columns in order, and its primary key columns (maybe none)."""
+
+    schema: str | None
+    name: str
+    columns: tuple[str, ...]
+    primary_key: tuple[str, ...]
+
+    @property
+    def qualified(self) -> str:
+        """``schema.table``, or ``table`` where the database has no schemas (SQLite's main database)."""
+        return self.name if self.schema is None else f"{self.schema}.{self.name}"
+
+    def matches(self, patterns: Iterable[re.Pattern[str]]) -> bool:
+        """Whether a pattern matches the whole qualified name or the whole bare name."""
+        return any(p.fullmatch(self.qualified) or p.fullmatch(self.name) for p in patterns)
+
+
+def _schemas(engine: Engine) -> list[str | None]:
+    dialect = engine.dialect.name
+    if dialect == "sqlite":
+        return [None]
+    if dialect in ("mysql", "mariadb"):
+        with engine.connect() as connection:
+            database = connection.exec_driver_sql("SELECT DATABASE()").scalar()
+        if database is None:
+            raise ConnectError("connection.url names no database: add /<database> to the URL")
+        return [str(database)]
+    names = inspect(engine).get_schema_names()
+    return [s for s in names if s not in SYSTEM_SCHEMAS and not s.startswith("pg_")]
+
+
+def discover(
+    engine: Engine,
+    include: Sequence[re.Pattern[str]],
+    exclude: Sequence[re.Pattern[str]],
+    internal: Iterable[str] = (),
+) -> list[CapturedTable]:
+    """The tables to capture, sorted by qualified name. ``internal`` names tables never captured (the audit table).
+
+    Raises :class:`ConnectError` when an include expression matches no table, or nothing is left to capture."""
+    inspector = inspect(engine)
+    skipped = set(internal)
+    found: list[CapturedTable] = []
+    for schema in _schemas(engine):
+        for name in inspector.get_table_names(schema=schema):
+            if name in skipped or name.startswith("sqlite_"):
+                continue
+            columns = tuple(str(c["name"]) for c in inspector.get_columns(name, schema=schema))
+            key = tuple(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or ())
+            display_schema = None if engine.dialect.name == "sqlite" else schema
+            found.append(CapturedTable(display_schema, name, columns, key))
+    for pattern in include:
+        if not any(table.matches([pattern]) for table in found):
+            names = ", ".join(t.qualified for t in found) or "none"
+            raise ConnectError(f"table.include.list: no table matches {pattern.pattern!r} (tables: {names})")
+    chosen = [t for t in found if (not include or t.matches(include)) and not t.matches(exclude)]
+    if not chosen:
+        raise ConnectError("no table to capture: the include and exclude lists leave none")
+    return sorted(chosen, key=lambda t: t.qualified)

@@ -1,0 +1,105 @@
+"""The CDC source task: wraps the changes of its stream (trigger or log mode) in the change-event envelope, sends
+heartbeats that carry the stream's newest position while the captured tables are idle, and lets the database forget
+what is committed (purge the audit table, or move the slot) only from the committed-offset hook."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from headwater.reference_connectors.jdbc_cdc.config import LOG, CdcConfig
+from headwater.reference_connectors.jdbc_cdc.database import database_name, make_engine
+from headwater.reference_connectors.jdbc_cdc.envelope import CONNECTOR, Change, Envelope
+from headwater.reference_connectors.jdbc_cdc.tables import discover
+from headwater.reference_connectors.jdbc_cdc.trigger import TriggerStream
+from headwater.sdk import SourceOffset, SourcePartition, SourceRecord, SourceTask, hookimpl
+
+log = logging.getLogger(__name__)
+
+
+class ChangeStream(Protocol):
+    """What the task reads from: a trigger-mode or a log-mode stream."""
+
+    def read(self, limit: int, wait_s: float) -> list[tuple[Change, dict[str, Any]]]:
+        """The next changes and their offsets; waits up to ``wait_s`` when there are none."""
+        ...
+
+    def heartbeat_offset(self) -> dict[str, Any] | None: ...
+
+    def committed(self, offset: Mapping[str, Any]) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def source_partition(topic_prefix: str) -> dict[str, str]:
+    """The one source partition of a connector."""
+    return {"server": topic_prefix}
+
+
+class JdbcCdcSourceTask(SourceTask):
+    stream: ChangeStream | None = None
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.cdc = CdcConfig.parse(config)
+        self.partition = source_partition(self.cdc.topic_prefix)
+        self.engine = make_engine(self.cdc.url)
+        tables = discover(self.engine, self.cdc.include, self.cdc.exclude, internal=[self.cdc.audit_table])
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        self.envelope = Envelope(self.cdc.topic_prefix, self.cdc.mode, database_name(self.engine))
+        if self.cdc.mode == LOG:
+            from headwater.reference_connectors.jdbc_cdc.logical import LogStream
+
+            self.stream = LogStream(self.engine, self.cdc, tables, stored)
+        else:
+            self.stream = TriggerStream(
+                self.engine, self.cdc.audit_table, tables, stored, self.cdc.snapshot, self.cdc.name
+            )
+        self.purged = 0
+        log.info(
+            "%s: capturing %s (%s mode), stored offset %s", self, [t.qualified for t in tables], self.cdc.mode, stored
+        )
+
+    def poll(self) -> Sequence[SourceRecord] | None:
+        assert self.stream is not None
+        changes = self.stream.read(self.cdc.batch_max_rows, self.cdc.poll_interval_ms / 1000)
+        if not changes:
+            return None
+        now = self.context.clock.now_ms()
+        record, partition = self.envelope.record, self.partition
+        return [record(change, partition, offset, now) for change, offset in changes]
+
+    @hookimpl
+    def produce_heartbeat_records(self, topic: str) -> list[SourceRecord]:
+        """A record to ``topic`` carrying the stream's newest position when it moved past the last offset handed on
+        without a change to send (log mode: WAL written by other tables or databases), so the committed offset, and
+        with it the slot or the audit purge, keeps up while the captured tables are idle."""
+        if self.stream is None:
+            return []
+        offset = self.stream.heartbeat_offset()
+        if offset is None:
+            return []
+        key = {"connector": CONNECTOR, "name": self.cdc.name, **self.partition}
+        value = {**key, **offset, "ts_ms": self.context.clock.now_ms()}
+        return [SourceRecord(self.partition, offset, topic, value, key)]
+
+    @hookimpl
+    def offsets_committed(self, offsets: Sequence[tuple[SourcePartition | None, SourceOffset | None]]) -> None:
+        """Let the database forget what is committed: purge audit rows, or confirm the slot's flush position."""
+        if self.stream is None or (self.cdc.mode != LOG and not self.cdc.purge):
+            return
+        for partition, offset in offsets:
+            if partition is not None and offset is not None and dict(partition) == self.partition:
+                self.purged += self.stream.committed(offset)
+
+    def stop(self) -> None:
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            stream.close()
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            engine.dispose()
+
+    def __repr__(self) -> str:
+        cdc = getattr(self, "cdc", None)
+        return f"JdbcCdcSourceTask({cdc.name if cdc else ''}, {self.stream!r})"

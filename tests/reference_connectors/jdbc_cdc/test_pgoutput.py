@@ -1,0 +1,92 @@
+"""pgoutput messages, built by hand as the server sends them, decoded into relations, transactions and row images
+with the JSON types ``to_jsonb`` gives."""
+
+from __future__ import annotations
+
+import struct
+
+from headwater.reference_connectors.jdbc_cdc.pgoutput import (
+    POSTGRES_EPOCH_MS,
+    Begin,
+    Commit,
+    Decoder,
+    Relation,
+    RowChange,
+    format_lsn,
+    parse_lsn,
+)
+
+COLUMNS = [("id", 23, True), ("price", 1700, False), ("paid", 16, False), ("at", 1184, False), ("doc", 3802, False)]
+
+
+def string(text: str) -> bytes:
+    return text.encode() + b"\0"
+
+
+def relation_message(relid: int = 7) -> bytes:
+    body = struct.pack(">ci", b"R", relid) + string("public") + string("orders") + b"d"
+    body += struct.pack(">h", len(COLUMNS))
+    for name, type_oid, key in COLUMNS:
+        body += bytes([1 if key else 0]) + string(name) + struct.pack(">ii", type_oid, -1)
+    return body
+
+
+def tuple_data(*values: bytes | str | None) -> bytes:
+    body = struct.pack(">h", len(values))
+    for value in values:
+        if value is None:
+            body += b"n"
+        elif value == "unchanged":
+            body += b"u"
+        else:
+            assert isinstance(value, bytes)
+            body += b"t" + struct.pack(">i", len(value)) + value
+    return body
+
+
+ROW = (b"3", b"12.50", b"t", b"2026-11-23 12:00:00+00", b'{"a": [1, 2]}')
+IMAGE = {"id": 3, "price": 12.5, "paid": True, "at": "2026-11-23T12:00:00+00:00", "doc": {"a": [1, 2]}}
+
+
+def decoder() -> Decoder:
+    found = Decoder()
+    relation = found.decode(relation_message())
+    assert isinstance(relation, Relation) and relation.keys == (True, False, False, False, False)
+    return found
+
+
+def test_lsn_text_round_trips() -> None:
+    assert parse_lsn("16/B374D848") == 0x16B374D848
+    assert format_lsn(parse_lsn("0/19226D8")) == "0/19226D8"
+
+
+def test_begin_and_commit_carry_positions_and_unix_milliseconds() -> None:
+    begin = Decoder().decode(struct.pack(">cQqi", b"B", 500, 1_000_000, 741))
+    assert begin == Begin(500, POSTGRES_EPOCH_MS + 1000, 741)
+    commit = Decoder().decode(struct.pack(">cbQQq", b"C", 0, 480, 520, 2_000))
+    assert commit == Commit(480, 520, POSTGRES_EPOCH_MS + 2)
+
+
+def test_an_insert_decodes_its_image_with_json_types() -> None:
+    change = decoder().decode(struct.pack(">ci", b"I", 7) + b"N" + tuple_data(*ROW))
+    assert isinstance(change, RowChange)
+    assert (change.op, change.old, change.new) == ("c", None, IMAGE)
+
+
+def test_an_update_with_a_full_old_image_and_an_unchanged_toasted_value() -> None:
+    new = (b"3", b"13", b"f", None, "unchanged")
+    change = decoder().decode(struct.pack(">ci", b"U", 7) + b"O" + tuple_data(*ROW) + b"N" + tuple_data(*new))
+    assert isinstance(change, RowChange) and change.op == "u"
+    assert change.old == IMAGE
+    assert change.new == {"id": 3, "price": 13, "paid": False, "at": None}
+
+
+def test_a_delete_under_the_default_replica_identity_carries_only_the_key() -> None:
+    key_only = (b"3", None, None, None, None)
+    change = decoder().decode(struct.pack(">ci", b"D", 7) + b"K" + tuple_data(*key_only))
+    assert isinstance(change, RowChange)
+    assert (change.op, change.old, change.new) == ("d", {"id": 3}, None)
+
+
+def test_messages_the_connector_ignores_decode_to_none() -> None:
+    assert Decoder().decode(b"M\x01" + struct.pack(">Q", 5) + string("headwater-cdc") + struct.pack(">i", 0)) is None
