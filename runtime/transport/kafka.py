@@ -9,6 +9,7 @@ become the offsets they are assigned at (librdkafka cannot seek a partition it i
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -41,6 +42,14 @@ JAVA_ONLY = frozenset(
     {"clock", "max.poll.records", "key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
 )
 """Keys a Kafka Connect config may carry that librdkafka does not know; dropped before a client is made."""
+
+WATERMARK_RETRY_S = 30.0
+"""How long a newly assigned partition's watermarks are asked for again while the broker answers a retriable error."""
+
+LEADER_MOVING = frozenset(
+    {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+)
+"""Errors a partition answers while its leader is being elected (librdkafka does not flag them retriable here)."""
 
 FULL_QUEUE_WAIT_S = 0.1
 """How long ``produce`` serves delivery reports, waiting for space, when the producer's queue is full."""
@@ -271,7 +280,7 @@ class KafkaConsumer:
             if committed.error is None and committed.offset >= 0:
                 found[tp] = int(committed.offset)
                 continue
-            low, high = self._consumer.get_watermark_offsets(RdTopicPartition(tp.topic, tp.partition), timeout=30)
+            low, high = self._watermarks(tp)
             if self._reset not in ("earliest", "latest"):
                 raise ConnectError(f"no committed offset for {tp} and auto.offset.reset={self._reset}")
             found[tp] = int(high if self._reset == "latest" else low)
@@ -279,6 +288,20 @@ class KafkaConsumer:
 
     def _initial_position(self, tp: TopicPartition) -> int:
         return self._initial_positions([tp])[tp]
+
+    def _watermarks(self, tp: TopicPartition) -> tuple[int, int]:
+        """The partition's low and high watermarks, asking again while its leader is moving (a topic created a
+        moment ago answers NOT_LEADER_FOR_PARTITION until its leader is elected)."""
+        deadline = time.monotonic() + WATERMARK_RETRY_S
+        while True:
+            try:
+                low, high = self._consumer.get_watermark_offsets(RdTopicPartition(tp.topic, tp.partition), timeout=30)
+                return int(low), int(high)
+            except KafkaException as error:
+                code = error.args[0].code()
+                if code not in LEADER_MOVING or time.monotonic() >= deadline:
+                    raise _error(error) from None
+                time.sleep(0.1)
 
     # ---- fetching --------------------------------------------------------------------------------------------
 
