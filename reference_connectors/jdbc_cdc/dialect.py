@@ -36,6 +36,13 @@ def object_name(*parts: str) -> str:
     return f"{name[: MAX_NAME - 11]}_{digest}"
 
 
+def literal(text: str, backslashes: bool = False) -> str:
+    """``text`` as an SQL string literal (``backslashes``: the database reads ``\\`` as an escape, as MariaDB does)."""
+    if backslashes:
+        text = text.replace("\\", "\\\\")
+    return "'" + text.replace("'", "''") + "'"
+
+
 def parse_image(value: Any) -> Mapping[str, Any] | None:
     """A JSON image as the driver returned it (text or already decoded) as a mapping."""
     if value is None:

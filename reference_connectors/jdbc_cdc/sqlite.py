@@ -9,17 +9,13 @@ import time
 
 from sqlalchemy import Connection
 
-from headwater.reference_connectors.jdbc_cdc.dialect import OPS, TriggerDialect
+from headwater.reference_connectors.jdbc_cdc.dialect import OPS, TriggerDialect, literal
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.reference_connectors.jdbc_cdc.watermark import Reading
 
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 _ARGS_PER_OBJECT = 60
 """Columns per ``json_object`` call (SQLite caps a function's arguments at 127); wider rows are patched together."""
-
-
-def literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 class SqliteDialect(TriggerDialect):

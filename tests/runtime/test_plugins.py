@@ -57,11 +57,13 @@ def test_resolve_connector_class_accepts(spec: str | type[Connector], expected: 
     [
         (
             "no-such-connector",
-            "installed connectors: discard-sink, kafka-mirror, monitorable-sink, monitorable-source, sequence-source",
+            "installed connectors: discard-sink, jdbc-cdc, kafka-mirror, "
+            "monitorable-sink, monitorable-source, sequence-source",
         ),
         (
             "OrderLogSourc",
-            "installed connectors: discard-sink, kafka-mirror, monitorable-sink, monitorable-source, sequence-source",
+            "installed connectors: discard-sink, jdbc-cdc, kafka-mirror, "
+            "monitorable-sink, monitorable-source, sequence-source",
         ),
         ("headwater.runtime.worker:Worker", "not a Connector"),
         ("headwater.runtime.worker.Worker", "not a Connector"),

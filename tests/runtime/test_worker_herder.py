@@ -73,7 +73,8 @@ def test_unknown_connector_class_is_a_config_error(make_simulated_worker: Make) 
     worker = make_simulated_worker()
     with pytest.raises(
         ConfigError,
-        match="installed connectors: discard-sink, kafka-mirror, monitorable-sink, monitorable-source, sequence-source",
+        match="installed connectors: discard-sink, jdbc-cdc, kafka-mirror, "
+        "monitorable-sink, monitorable-source, sequence-source",
     ) as raised:
         worker.add_connector("src", "no-such-connector", {"topic": "t"})
     assert raised.value.key == "connector.class"
