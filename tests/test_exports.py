@@ -16,6 +16,7 @@ PACKAGES = [
     "headwater.runtime.rest",
     "headwater.runtime.storage",
     "headwater.harness",
+    "headwater.reference_connectors",
     "headwater.reference_connectors.kafka_mirror",
     "headwater.reference_connectors.jdbc_cdc",
 ]

@@ -10,7 +10,7 @@ import time
 
 from sqlalchemy import Connection, Engine
 
-from headwater.reference_connectors.jdbc_cdc.dialect import OPS, TriggerDialect, literal
+from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, literal
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.reference_connectors.jdbc_cdc.watermark import InFlight, Reading
 
@@ -38,18 +38,12 @@ class MariadbDialect(TriggerDialect):
             "`after` LONGTEXT NULL, ts_ms BIGINT NULL) ENGINE=InnoDB"
         )
 
-    def _image(self, table: CapturedTable, row: str) -> str:
+    def image(self, table: CapturedTable, row: str) -> str:
         prefix = f"{row}." if row else ""
         return "JSON_OBJECT(" + ", ".join(f"{mariadb_literal(c)}, {prefix}{self.q(c)}" for c in table.columns) + ")"
 
-    def row_json(self, table: CapturedTable) -> str:
-        return self._image(table, "")
-
     def install(self, connection: Connection, table: CapturedTable) -> None:
-        for op, event in OPS:
-            name = self.q(self.trigger_name(table, op))
-            before = self._image(table, "OLD") if op != "c" else "NULL"
-            after = self._image(table, "NEW") if op != "d" else "NULL"
+        for op, event, name, before, after in self.row_triggers(table):
             connection.exec_driver_sql(
                 f"CREATE OR REPLACE TRIGGER {name} AFTER {event} ON {self.table_ref(table)} FOR EACH ROW "
                 f"INSERT INTO {self.audit_ref} (txid, table_name, op, `before`, `after`, ts_ms) "
