@@ -17,6 +17,7 @@ PACKAGES = [
     "headwater.runtime.distributed",
     "headwater.runtime.storage",
     "headwater.harness",
+    "headwater.reference_connectors",
     "headwater.reference_connectors.kafka_mirror",
     "headwater.reference_connectors.jdbc_cdc",
 ]

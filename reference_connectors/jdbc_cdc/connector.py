@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from sqlalchemy import Engine
 
+from headwater.reference_connectors import headwater_version
 from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF, LOG, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.database import make_engine
 from headwater.reference_connectors.jdbc_cdc.tables import discover
@@ -27,10 +27,7 @@ class JdbcCdcSourceConnector(SourceConnector):
     engine: Engine | None = None
 
     def version(self) -> str:
-        try:
-            return version("headwater")
-        except PackageNotFoundError:
-            return "0.0.0"
+        return headwater_version()
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF

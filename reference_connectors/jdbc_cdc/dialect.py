@@ -36,6 +36,13 @@ def object_name(*parts: str) -> str:
     return f"{name[: MAX_NAME - 11]}_{digest}"
 
 
+def literal(text: str, backslashes: bool = False) -> str:
+    """``text`` as an SQL string literal (``backslashes``: the database reads ``\\`` as an escape, as MariaDB does)."""
+    if backslashes:
+        text = text.replace("\\", "\\\\")
+    return "'" + text.replace("'", "''") + "'"
+
+
 def parse_image(value: Any) -> Mapping[str, Any] | None:
     """A JSON image as the driver returned it (text or already decoded) as a mapping."""
     if value is None:
@@ -129,9 +136,26 @@ class TriggerDialect(ABC):
         """The rows of ``query``, fetched a batch at a time inside the current transaction."""
         yield from connection.execution_options(stream_results=True, yield_per=SNAPSHOT_BATCH).exec_driver_sql(query)
 
-    @abstractmethod
     def row_json(self, table: CapturedTable) -> str:
         """A select expression giving the JSON image of a row of ``table``, as the triggers write it."""
+        return self.image(table, "")
+
+    def image(self, table: CapturedTable, row: str) -> str:
+        """The JSON image expression of ``row`` (``OLD``, ``NEW``, or ``""`` for a plain select) of ``table``."""
+        raise NotImplementedError(f"{type(self).__name__} builds no per-column images")
+
+    def row_triggers(self, table: CapturedTable) -> list[tuple[str, str, str, str, str]]:
+        """(op, event, quoted trigger name, before image, after image) of the three row triggers of ``table``."""
+        return [
+            (
+                op,
+                event,
+                self.q(self.trigger_name(table, op)),
+                self.image(table, "OLD") if op != "c" else "NULL",
+                self.image(table, "NEW") if op != "d" else "NULL",
+            )
+            for op, event in OPS
+        ]
 
     def permission_error(self, error: Exception) -> bool:
         """Whether ``error`` says the user lacks a privilege."""

@@ -28,7 +28,7 @@ CONNECTOR = "jdbc-cdc"
 OPERATIONS = frozenset({"c", "u", "d", "r"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Change:
     """One row change read from the database, before it is wrapped in an envelope."""
 
@@ -62,7 +62,7 @@ class Envelope:
         self.prefix = prefix
         self.mode = mode
         self.database = database
-        self._topics: dict[CapturedTable, str] = {}
+        self._topics: dict[str, str] = {}
 
     def value(self, change: Change, now_ms: int) -> dict[str, Any]:
         if change.op not in OPERATIONS:
@@ -89,9 +89,9 @@ class Envelope:
         }
 
     def topic(self, table: CapturedTable) -> str:
-        found = self._topics.get(table)
+        found = self._topics.get(table.qualified)
         if found is None:
-            found = self._topics[table] = topic_for(self.prefix, table)
+            found = self._topics[table.qualified] = topic_for(self.prefix, table)
         return found
 
     def record(self, change: Change, partition: SourcePartition, offset: SourceOffset, now_ms: int) -> SourceRecord:

@@ -10,7 +10,7 @@ import time
 
 from sqlalchemy import Connection, Engine
 
-from headwater.reference_connectors.jdbc_cdc.dialect import OPS, TriggerDialect
+from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, literal
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.reference_connectors.jdbc_cdc.watermark import InFlight, Reading
 
@@ -21,8 +21,8 @@ LIST_EVERY_S = 2.5 * CACHE_IDLE_S
 IN_FLIGHT = "SELECT /* {token} */ trx_id, trx_rows_modified, trx_query FROM information_schema.INNODB_TRX"
 
 
-def literal(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+def mariadb_literal(text: str) -> str:
+    return literal(text, backslashes=True)
 
 
 class MariadbDialect(TriggerDialect):
@@ -38,22 +38,16 @@ class MariadbDialect(TriggerDialect):
             "`after` LONGTEXT NULL, ts_ms BIGINT NULL) ENGINE=InnoDB"
         )
 
-    def _image(self, table: CapturedTable, row: str) -> str:
+    def image(self, table: CapturedTable, row: str) -> str:
         prefix = f"{row}." if row else ""
-        return "JSON_OBJECT(" + ", ".join(f"{literal(c)}, {prefix}{self.q(c)}" for c in table.columns) + ")"
-
-    def row_json(self, table: CapturedTable) -> str:
-        return self._image(table, "")
+        return "JSON_OBJECT(" + ", ".join(f"{mariadb_literal(c)}, {prefix}{self.q(c)}" for c in table.columns) + ")"
 
     def install(self, connection: Connection, table: CapturedTable) -> None:
-        for op, event in OPS:
-            name = self.q(self.trigger_name(table, op))
-            before = self._image(table, "OLD") if op != "c" else "NULL"
-            after = self._image(table, "NEW") if op != "d" else "NULL"
+        for op, event, name, before, after in self.row_triggers(table):
             connection.exec_driver_sql(
                 f"CREATE OR REPLACE TRIGGER {name} AFTER {event} ON {self.table_ref(table)} FOR EACH ROW "
                 f"INSERT INTO {self.audit_ref} (txid, table_name, op, `before`, `after`, ts_ms) "
-                f"VALUES (NULL, {literal(table.qualified)}, '{op}', {before}, {after}, {NOW_MS})"
+                f"VALUES (NULL, {mariadb_literal(table.qualified)}, '{op}', {before}, {after}, {NOW_MS})"
             )
 
     def installed(self, connection: Connection) -> list[tuple[str, str]]:

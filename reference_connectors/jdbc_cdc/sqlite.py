@@ -9,17 +9,13 @@ import time
 
 from sqlalchemy import Connection
 
-from headwater.reference_connectors.jdbc_cdc.dialect import OPS, TriggerDialect
+from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, literal
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.reference_connectors.jdbc_cdc.watermark import Reading
 
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 _ARGS_PER_OBJECT = 60
 """Columns per ``json_object`` call (SQLite caps a function's arguments at 127); wider rows are patched together."""
-
-
-def literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 class SqliteDialect(TriggerDialect):
@@ -29,7 +25,7 @@ class SqliteDialect(TriggerDialect):
             'table_name TEXT NOT NULL, op TEXT NOT NULL, "before" TEXT, "after" TEXT, ts_ms INTEGER)'
         )
 
-    def _image(self, table: CapturedTable, row: str) -> str:
+    def image(self, table: CapturedTable, row: str) -> str:
         prefix = f"{row}." if row else ""
         parts = []
         for start in range(0, len(table.columns), _ARGS_PER_OBJECT):
@@ -40,20 +36,17 @@ class SqliteDialect(TriggerDialect):
             image = f"json_patch({image}, {part})"
         return image
 
-    def row_json(self, table: CapturedTable) -> str:
-        return self._image(table, "")
-
     def install(self, connection: Connection, table: CapturedTable) -> None:
-        for op, event in OPS:
-            name = self.q(self.trigger_name(table, op))
-            before = self._image(table, "OLD") if op != "c" else "NULL"
-            after = self._image(table, "NEW") if op != "d" else "NULL"
+        """In one transaction, so no change falls between dropping a trigger and creating it again."""
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        for op, event, name, before, after in self.row_triggers(table):
             connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
             connection.exec_driver_sql(
                 f"CREATE TRIGGER {name} AFTER {event} ON {self.table_ref(table)} BEGIN "
                 f'INSERT INTO {self.audit_ref} (txid, table_name, op, "before", "after", ts_ms) '
                 f"VALUES (NULL, {literal(table.qualified)}, '{op}', {before}, {after}, {NOW_MS}); END"
             )
+        connection.exec_driver_sql("COMMIT")
 
     def installed(self, connection: Connection) -> list[tuple[str, str]]:
         rows = connection.exec_driver_sql("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'")

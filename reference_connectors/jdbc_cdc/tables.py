@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ class CapturedTable:
     columns: tuple[str, ...]
     primary_key: tuple[str, ...]
 
-    @property
+    @functools.cached_property
     def qualified(self) -> str:
         """``schema.table``, or ``table`` where the database has no schemas (SQLite's main database)."""
         return self.name if self.schema is None else f"{self.schema}.{self.name}"

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from headwater.reference_connectors import headwater_version
 from headwater.reference_connectors.kafka_mirror.clients import check_client_settings, make_admin
 from headwater.reference_connectors.kafka_mirror.config import CONFIG_DEF, MirrorConfig
 from headwater.reference_connectors.kafka_mirror.monitor import PartitionMonitor
@@ -35,10 +35,7 @@ class KafkaMirrorSourceConnector(SourceConnector):
     monitor: PartitionMonitor | None = None
 
     def version(self) -> str:
-        try:
-            return version("headwater")
-        except PackageNotFoundError:
-            return "0.0.0"
+        return headwater_version()
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF

@@ -5,8 +5,11 @@ audit table, a plain stop none."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from headwater.harness import SimulatedWorker
 from headwater.harness.scratch import ScratchDatabase
@@ -171,3 +174,21 @@ def test_a_missing_table_fails_the_connector_naming_it(
     _state, trace = worker.herder.statuses[("cdc", None)]
     assert "no table matches 'invoices'" in str(trace)
     assert sqlite_database.triggers() == []
+
+
+def test_a_snapshot_over_several_polls_logs_progress_and_completes_with_its_last_row(
+    make_simulated_worker: Make, sqlite_database: ScratchDatabase, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    create_orders(sqlite_database, *[(n, f"item{n}", n) for n in range(1, 6)])
+    caplog.set_level(logging.INFO, logger="headwater.reference_connectors.jdbc_cdc")
+    worker = make_simulated_worker({"offset.flush.interval.ms": 100})
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(sqlite_database, prefix, snapshot_fetch_size=2))
+    topic = orders_topic(sqlite_database, prefix)
+    values = wait_for(worker, topic, 5)
+    assert [v["op"] for v in values] == ["r"] * 5
+    assert len({m.offset for m in worker.messages(topic)}) == 5
+    worker.advance(200)
+    worker.assert_source_offset("cdc", source_partition(prefix), {"change_id": 0})
+    messages = [r.getMessage() for r in caplog.records]
+    assert "cdc: snapshot of 5 rows in 1 tables started" in messages
+    assert any(m.startswith("cdc: snapshot done: 5 rows of 1 tables") for m in messages)
