@@ -1,6 +1,7 @@
 """Three ``headwater distributed`` processes on the real broker: tasks spread evenly, a SIGKILLed worker's tasks
 resume on the others within the session timeout plus one rebalance with no record lost, a new worker takes tasks
-whose previous owners commit them first, and a delete through a worker without tasks reaches their owners."""
+whose previous owners commit them first, a worker that leaves hands its tasks over committed and at once, and a
+delete through a worker without tasks reaches their owners."""
 
 from __future__ import annotations
 
@@ -137,46 +138,60 @@ def runs(worker: DistributedWorkerProcess, name: str) -> dict[int, list[list[dic
     return found
 
 
-def test_new_worker_takes_sink_tasks_committed_by_their_previous_owners(
+def committed_before_stopping(worker: DistributedWorkerProcess, name: str) -> set[int]:
+    """The sink tasks that stopped on ``worker`` after putting records, each having run ``pre_commit`` -> ``close``
+    -> commit (the commit left out only when an earlier one had committed those offsets already) -> ``stop``."""
+    checked = set()
+    for task, task_runs in runs(worker, name).items():
+        for events in task_runs:
+            names = [event["event"] for event in events]
+            if names[-1] != "stop" or "put" not in names:
+                continue  # still running, or stopped before it had records (nothing to commit)
+            last = len(names) - 1 - names[::-1].index("pre_commit")
+            assert names[last:] in (["pre_commit", "close", "committed", "stop"], ["pre_commit", "close", "stop"])
+            assert events[-1]["detail"] is False, "the connector still exists"
+            final = dict(map(tuple, events[last]["detail"]))
+            committed = [dict(map(tuple, e["detail"])) for e in events if e["event"] == "committed"]
+            assert committed and committed[-1].items() >= final.items(), "what the task had put is committed"
+            checked.add(task)
+    return checked
+
+
+def test_sink_tasks_commit_before_moving_to_a_new_worker_or_off_a_leaving_one(
     cluster: DistributedCluster, unique_name: str, producing: dict[int, int]
 ) -> None:
     quiet = {"offset_flush_interval_ms": 600_000}  # only revocations and stops commit
+    sink = f"snk-{unique_name}"  # its group connect-<name> is this test's alone
     first = [cluster.add_worker(**quiet) for _ in range(2)]
-    create(cluster, "snk", sink_config(unique_name, tasks_max=4), first[0])
-    wait_until(lambda: per_worker(cluster.running_tasks("snk"), first) == [2, 2], "two sink tasks per worker")
+    create(cluster, sink, sink_config(unique_name, tasks_max=4), first[0])
+    wait_until(lambda: per_worker(cluster.running_tasks(sink), first) == [2, 2], "two sink tasks per worker")
 
     def putting() -> bool:
-        current = [
-            run[-1] for worker in first for run in runs(worker, "snk").values() if run[-1][-1]["event"] != "stop"
-        ]
+        current = [run[-1] for worker in first for run in runs(worker, sink).values() if run[-1][-1]["event"] != "stop"]
         return len(current) == 4 and all(any(e["event"] == "put" for e in run) for run in current)
 
     wait_until(putting, "every task putting records")
 
     newcomer = cluster.add_worker(**quiet)
     workers = [*first, newcomer]
-    wait_until(lambda: sorted(per_worker(cluster.running_tasks("snk"), workers)) == [1, 1, 2], "four tasks on three")
-    moved = {task for task, owner in cluster.running_tasks("snk").items() if owner == newcomer.worker_id}
-    for worker in first:
-        for task, task_runs in runs(worker, "snk").items():
-            for events in task_runs:
-                names = [event["event"] for event in events]
-                if names[-1] != "stop" or "put" not in names:
-                    continue  # still running, or stopped before it had records (nothing to commit)
-                last = len(names) - 1 - names[::-1].index("pre_commit")
-                assert names[last:] in (["pre_commit", "close", "committed", "stop"], ["pre_commit", "close", "stop"])
-                assert events[-1]["detail"] is False, "the connector still exists"
-                final = dict(map(tuple, events[last]["detail"]))
-                committed = [dict(map(tuple, e["detail"])) for e in events if e["event"] == "committed"]
-                assert committed and committed[-1].items() >= final.items(), "what the task had put is committed"
-                moved.discard(task)
-    assert moved == set(), "each task on the new worker was stopped (and committed) by its previous owner"
+    wait_until(lambda: sorted(per_worker(cluster.running_tasks(sink), workers)) == [1, 1, 2], "four tasks on three")
+    moved = {task for task, owner in cluster.running_tasks(sink).items() if owner == newcomer.worker_id}
+    handed_over = committed_before_stopping(first[0], sink) | committed_before_stopping(first[1], sink)
+    assert moved <= handed_over, "each task on the new worker was committed and stopped by its previous owner"
+
+    leaving = first[0]
+    kept = {task for task, owner in cluster.running_tasks(sink).items() if owner == leaving.worker_id}
+    left_at = time.monotonic()
+    assert leaving.terminate() == 0
+    cluster.wait_for_running(sink, 4)
+    assert time.monotonic() - left_at < SESSION_TIMEOUT_S, "taken over at once, not after a session timeout"
+    assert kept <= committed_before_stopping(leaving, sink), "the leaving worker committed its tasks"
 
     def delivered() -> bool:
         produced = dict(producing)  # before reading what was put
         seen: dict[int, set[int]] = {}
         for worker in workers:
-            for event in worker.events("snk"):
+            for event in worker.events(sink):
                 if event["event"] == "put":
                     for _, partition, offset in event["detail"]:
                         seen.setdefault(partition, set()).add(offset)

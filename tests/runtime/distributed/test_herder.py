@@ -172,11 +172,12 @@ def test_sink_tasks_consume_on_whichever_worker_runs_them(
     make_worker: MakeWorker, unique_name: str, runtime_handles: RuntimeHandles
 ) -> None:
     a, b = make_worker(), make_worker()
+    sink = f"snk-{unique_name}"  # its group connect-<name> is this test's alone
     a.create("src", source_config(unique_name, tasks_max=2, max_messages=3))
-    b.create("snk", sink_config(unique_name, tasks_max=2))
-    wait_for_tasks(a, "snk", 2)
+    b.create(sink, sink_config(unique_name, tasks_max=2))
+    wait_for_tasks(a, sink, 2)
 
     def received() -> int:
-        return sum(len(handle.records) for (name, _), handle in runtime_handles.tasks.items() if name == "snk")
+        return sum(len(handle.records) for (name, _), handle in runtime_handles.tasks.items() if name == sink)
 
     wait_until(lambda: received() == 6, "the six records at the sink")
