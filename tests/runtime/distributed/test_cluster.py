@@ -170,7 +170,7 @@ def test_sink_tasks_commit_before_moving_to_a_new_worker_or_off_a_leaving_one(
         current = [run[-1] for worker in first for run in runs(worker, sink).values() if run[-1][-1]["event"] != "stop"]
         return len(current) == 4 and all(any(e["event"] == "put" for e in run) for run in current)
 
-    wait_until(putting, "every task putting records")
+    wait_until(putting, "every task putting records", timeout_s=90)
 
     newcomer = cluster.add_worker(**quiet)
     workers = [*first, newcomer]
