@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from headwater.harness.driver import ConnectorDriver
-from headwater.harness.faults import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
+from headwater.harness.schedule import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
 from headwater.harness.guarantees import GuaranteeViolation
 from headwater.harness.monitorable import (
     HANDLES,

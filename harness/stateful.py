@@ -34,7 +34,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from headwater.harness import guarantees as g
 from headwater.harness.driver import ConnectorDriver
-from headwater.harness.faults import SINK_FAULTS, SOURCE_FAULTS, Fault, FaultKind
+from headwater.harness.schedule import SINK_FAULTS, SOURCE_FAULTS, Fault, FaultKind
 from headwater.harness.strategies import faults, json_values, topic_records
 from headwater.runtime.transport.base import Message
 from headwater.sdk.connector import Connector

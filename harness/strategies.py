@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from headwater.harness.faults import FAULT_KINDS, Fault, FaultKind
+from headwater.harness.schedule import FAULT_KINDS, Fault, FaultKind
 from headwater.sdk.records import SourceRecord
 
 _COUNTED = ("commit_failures", "send_failures", "put_failures")
@@ -114,6 +114,6 @@ def fault_schedules(
     kinds: Sequence[FaultKind] = FAULT_KINDS, max_faults: int = 5, horizon_ms: int = 10_000
 ) -> st.SearchStrategy[list[tuple[int, Fault]]]:
     """Up to ``max_faults`` faults of ``kinds`` at virtual times in ``[0, horizon_ms]``, in time order; play one
-    with :func:`~headwater.harness.faults.play_schedule`."""
+    with :func:`~headwater.harness.schedule.play_schedule`."""
     events = st.lists(st.tuples(st.integers(0, horizon_ms), faults(kinds)), max_size=max_faults)
     return events.map(lambda found: sorted(found, key=lambda event: event[0]))

@@ -103,7 +103,8 @@ class LogTask(SourceTask):
 
 def feed_log(config: Mapping[str, Any], count: int) -> None:
     log = LOGS.setdefault(config["log"], [])
-    log.extend({"n": len(log) + i} for i in range(count))
+    first = len(log)
+    log.extend({"n": first + i} for i in range(count))
 
 
 def advance_log(config: Mapping[str, Any]) -> None:

@@ -4,31 +4,18 @@ breaks, with a message naming that guarantee."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
+import conformance_samples as samples
 import pytest
 
 from headwater.harness import ConformanceContext, sink_conformance, source_conformance
 
 pytest_plugins = ["pytester"]
 
-SAMPLES_PATH = Path(__file__).with_name("conformance_samples.py")
-
-
-def load_samples() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("conformance_samples", SAMPLES_PATH)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    if not hasattr(module, "LogSource"):
-        spec.loader.exec_module(module)
-    return module
-
-
-samples = load_samples()
+SAMPLES_PATH = Path(samples.__file__)
 
 
 def log_config(context: ConformanceContext) -> dict[str, str]:

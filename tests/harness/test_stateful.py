@@ -4,173 +4,71 @@ each, and a source that commits offsets it never sent, or a sink that commits re
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
+import conformance_samples as samples
 import pytest
 from hypothesis import Phase
 from hypothesis.stateful import run_state_machine_as_test
 
 from headwater.harness import GuaranteeViolation, SinkMachine, SourceMachine, machine_settings, machine_test
-from headwater.sdk import (
-    SinkConnector,
-    SinkRecord,
-    SinkTask,
-    SourceConnector,
-    SourceRecord,
-    SourceTask,
-    TopicPartition,
-    hookimpl,
-)
 
-LOGS: dict[str, list[Any]] = {}
-"""The source system: append-only logs by name."""
-TABLES: dict[str, list[Any]] = {}
-"""The sink system: tables of written values by name."""
 NAMES = itertools.count()
 
 
-class ListSource(SourceConnector):
-    """Reads the log ``log``: the record at index ``i`` has offset ``{"index": i}``; resumes after the stored one."""
-
-    def start(self, config: Mapping[str, str]) -> None:
-        self.config = dict(config)
-
-    def task_class(self) -> type[SourceTask]:
-        return ListTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [self.config]
-
-
-class ListTask(SourceTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        self.log, self.topic = LOGS[config["log"]], config["topic"]
-        stored = self.context.offset_storage_reader.offset({"log": config["log"]})
-        self.partition = {"log": config["log"]}
-        self.next = stored["index"] + 1 if stored else 0
-
-    def offset(self, index: int) -> dict[str, int]:
-        return {"index": index}
-
-    def poll(self) -> list[SourceRecord]:
-        found = self.log[self.next : self.next + 3]
-        records = [SourceRecord(self.partition, self.offset(self.next + i), self.topic, v) for i, v in enumerate(found)]
-        self.next += len(found)
-        return records
-
-
-class SkippingListSource(ListSource):
-    def task_class(self) -> type[SourceTask]:
-        return SkippingListTask
-
-
-class SkippingListTask(ListTask):
-    """The bug: each record carries the offset of the record after it, which it never sent."""
-
-    def offset(self, index: int) -> dict[str, int]:
-        return {"index": index + 1}
-
-
-class TableSink(SinkConnector):
-    """Writes records to the table ``table`` two at a time, and what is left at each commit; commits only what it
-    wrote."""
-
-    def start(self, config: Mapping[str, str]) -> None:
-        self.config = dict(config)
-
-    def task_class(self) -> type[SinkTask]:
-        return TableTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [self.config]
-
-
-class TableTask(SinkTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        self.table = TABLES[config["table"]]
-        self.buffer: list[SinkRecord] = []
-        self.written: dict[TopicPartition, int] = {}
-
-    def put(self, records: Sequence[SinkRecord]) -> None:
-        self.buffer.extend(records)
-        if len(self.buffer) >= 2:
-            self.write()
-            self.context.request_commit()
-
-    def write(self) -> None:
-        self.table.extend(r.value for r in self.buffer)
-        self.written.update({r.topic_partition: r.offset + 1 for r in self.buffer})
-        self.buffer.clear()
-
-    @hookimpl
-    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        self.write()
-        return {tp: offset for tp, offset in self.written.items() if tp in current_offsets}
-
-    def close(self, partitions: Any) -> None:
-        self.buffer = [r for r in self.buffer if r.topic_partition not in partitions]
-        for tp in partitions:
-            self.written.pop(tp, None)
-
-
-class EagerTableSink(TableSink):
-    def task_class(self) -> type[SinkTask]:
-        return EagerTableTask
-
-
-class EagerTableTask(TableTask):
-    """The bug: commits everything it was given, buffered or not."""
-
-    @hookimpl
-    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        return dict(current_offsets)
-
-
-class ListSourceMachine(SourceMachine):
-    connector = ListSource
+class LogSourceMachine(SourceMachine):
+    connector = samples.LogSource
+    worker_config: ClassVar[Mapping[str, Any]] = {"offset.flush.interval.ms": 500, "heartbeat.interval.ms": 700}
 
     def setup(self) -> dict[str, str]:
         self.log = f"log-{next(NAMES)}"
-        LOGS[self.log] = []
         return {"log": self.log, "topic": "data"}
 
     def write(self, value: Any) -> None:
-        LOGS[self.log].append(value)
+        samples.LOGS.setdefault(self.log, []).append(value)
 
     def cleanup(self) -> None:
-        LOGS.pop(self.log, None)
+        samples.LOGS.pop(self.log, None)
+        samples.SLOTS.discard(self.log)
 
 
-class SkippingSourceMachine(ListSourceMachine):
-    connector = SkippingListSource
+class SkippingSourceMachine(LogSourceMachine):
+    """A source whose records carry the offset of the record after them, which it has not sent."""
+
+    connector = samples.SkippingSource
+    worker_config: ClassVar[Mapping[str, Any]] = {"offset.flush.interval.ms": 500}
 
 
 class TableSinkMachine(SinkMachine):
-    connector = TableSink
+    connector = samples.TableSink
+    batch = 2
 
-    def setup(self) -> dict[str, str]:
+    def setup(self) -> dict[str, Any]:
         self.table = f"table-{next(NAMES)}"
-        TABLES[self.table] = []
-        return {"table": self.table}
+        return {"table": self.table, "batch.size": self.batch}
 
     def written_values(self) -> list[Any]:
-        return list(TABLES[self.table])
+        return samples.table({"table": self.table})
 
     def cleanup(self) -> None:
-        TABLES.pop(self.table, None)
+        samples.TABLES.pop(self.table, None)
+        samples.STAGING.discard(self.table)
 
 
 class EagerSinkMachine(TableSinkMachine):
-    connector = EagerTableSink
+    """A sink that commits what it was given before writing it (it writes only batches of 100)."""
+
+    connector = samples.EagerSink
+    batch = 100
 
 
-TestListSourceMachine = machine_test(ListSourceMachine, max_examples=200)
+TestLogSourceMachine = machine_test(LogSourceMachine, max_examples=200)
 TestTableSinkMachine = machine_test(TableSinkMachine, max_examples=200)
 
 
 def test_the_ci_runs_at_least_200_examples_of_each_machine() -> None:
-    assert TestListSourceMachine.settings.max_examples >= 200  # type: ignore[attr-defined]
+    assert TestLogSourceMachine.settings.max_examples >= 200  # type: ignore[attr-defined]
     assert TestTableSinkMachine.settings.max_examples >= 200  # type: ignore[attr-defined]
 
 
