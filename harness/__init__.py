@@ -11,7 +11,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from headwater.harness.driver import ConnectorDriver
-from headwater.harness.schedule import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
 from headwater.harness.guarantees import GuaranteeViolation
 from headwater.harness.monitorable import (
     HANDLES,
@@ -23,6 +22,7 @@ from headwater.harness.monitorable import (
     TaskHandle,
 )
 from headwater.harness.recorder import HookRecorder
+from headwater.harness.schedule import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
 from headwater.harness.simulated import SimulatedWorker
 from headwater.harness.tap import ConnectorTap
 

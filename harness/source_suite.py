@@ -9,7 +9,14 @@ from typing import Any, ClassVar
 import pytest
 
 from headwater.harness import guarantees as g
-from headwater.harness.conformance import BadConfig, ConfigSpec, Conformance, ConformanceContext, class_name
+from headwater.harness.conformance import (
+    BadConfig,
+    ConfigSpec,
+    Conformance,
+    ConformanceContext,
+    assert_running,
+    class_name,
+)
 from headwater.harness.driver import ConnectorDriver
 from headwater.harness.tap import Sent, canonical
 from headwater.runtime.plugins import implements_hook, resolve_connector_class
@@ -40,6 +47,7 @@ class SourceConformance(Conformance):
         self.feed(driver.config, self.feed_count)
 
     def check_invariants(self, driver: ConnectorDriver) -> None:
+        assert_running(driver)
         g.assert_committed_offsets_were_sent(driver.tap)
         g.assert_source_offsets_monotonic(driver.tap, type(self).offset_order)
         g.assert_stop_hooks_clean(driver.tap)
@@ -97,6 +105,7 @@ class SourceConformance(Conformance):
                 "heartbeat records go to the heartbeat topic", f"{topic}, not:\n{g.describe(astray)}"
             )
         committed = assert_heartbeat_committed(driver, beats)
+        assert_running(driver)
         if self.advance_log(driver.config) is not NotImplemented:  # it moved the source's position
             driver.advance(3 * HEARTBEAT_INTERVAL_MS)
             moved = assert_heartbeat_committed(driver, [s for s in driver.tap.sent if s.heartbeat])

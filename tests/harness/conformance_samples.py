@@ -92,7 +92,10 @@ class LogTask(SourceTask):
         position = self.heartbeat_position()
         if position < 0:
             return []
-        return [SourceRecord(self.partition, {"position": position}, self.heartbeat_topic(topic), {"at": position})]
+        value = {"at": position}  # keyed: the heartbeat topic is compacted
+        return [
+            SourceRecord(self.partition, {"position": position}, self.heartbeat_topic(topic), value, self.partition)
+        ]
 
     def heartbeat_position(self) -> int:
         return self.next - 1
