@@ -42,6 +42,8 @@ class ConnectorDriver:
         self.tick_ms = tick_ms
         self.tap = ConnectorTap(name)
         self.crashes = 0
+        self.dead: list[SimulatedWorker] = []
+        """Workers that crashed: never stepped again; reaped (tasks stopped without commits) by :meth:`close`."""
         self._make = make
         self.worker = self._new_worker()
         self.sink = _is_sink(connector)
@@ -109,7 +111,7 @@ class ConnectorDriver:
         store and clock takes the connector over; the dead one's group members are expelled (session timeout)."""
         broker = self.memory_broker
         dead, self.crashes = self.worker, self.crashes + 1
-        dead.closed = True  # abandoned, never closed: a dead process runs no shutdown
+        self.dead.append(dead)
         for member in broker.group_members(self.group):
             broker.expel_member(self.group, member)
         self.worker = self._new_worker(broker=broker, offset_store=dead.offset_store, clock=dead.clock)
@@ -167,7 +169,13 @@ class ConnectorDriver:
             self.restart()
 
     def close(self) -> None:
+        """Close the worker; then reap the crashed ones, whose tasks' ``stop`` releases what they hold (files,
+        connections) as the end of a process would, and commits nothing."""
         self.worker.close()
+        for dead in self.dead:
+            for task in dead.worker.tasks.values():
+                task.cancel()
+            dead.close()
 
     def __repr__(self) -> str:
         kind = "sink" if self.sink else "source"

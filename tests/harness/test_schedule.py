@@ -121,11 +121,15 @@ def test_a_crashed_worker_loses_nothing_and_runs_no_shutdown() -> None:
     driver.advance(100)  # sent, not committed
     dead = driver.worker
     driver.crash_worker()
-    assert driver.worker is not dead and dead.closed and driver.tap.stops == [], "a dead process runs no stop"
+    assert driver.worker is not dead and driver.dead == [dead]
+    assert driver.tap.stops == [], "a dead process runs no stop"
     driver.advance(500)
     values = [v["n"] for v in driver.worker.values("data")]
     assert values == [0, 1, 2, 3, 2, 3], "the records after the committed offset are sent again"
     assert stored(driver) == {"position": 3}
+    driver.close()
+    assert stored(driver) == {"position": 3}, "reaping the dead worker commits nothing"
+    assert dead.closed and ("connector-0", False) in driver.tap.stops
 
 
 def test_a_sink_rebalance_revokes_and_reassigns_and_commits_everything() -> None:
