@@ -84,6 +84,7 @@ class ConnectorTap:
         self.stops: list[tuple[str, bool]] = []
         self.stop_errors: list[tuple[str, str]] = []
         self.put_failures = 0
+        self.origin_ms = 0
         self.hooks = TapHooks(self)
         """The plugin to give the worker (``plugins=[tap.hooks]``)."""
         self._labels: dict[int, tuple[object, str, int]] = {}
@@ -93,6 +94,8 @@ class ConnectorTap:
 
     def attach(self, worker: SimulatedWorker) -> None:
         """Follow ``worker`` from now on: its tasks are wrapped at the start of each pass."""
+        if self.worker is None:
+            self.origin_ms = worker.clock.now_ms()
         self.worker = worker
         worker.before_step.append(self.wrap_tasks)
 
@@ -144,7 +147,8 @@ class ConnectorTap:
         return known[2] if known is not None and known[0] is task else 0
 
     def now_ms(self) -> int:
-        return self.worker.clock.now_ms() if self.worker is not None else 0
+        """Virtual milliseconds since the tap was first attached (the times in its records)."""
+        return self.worker.clock.now_ms() - self.origin_ms if self.worker is not None else 0
 
     def record_sent(self, label: str, incarnation: int, records: Sequence[SourceRecord], heartbeat: bool) -> None:
         now = self.now_ms()
