@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 
@@ -182,3 +182,28 @@ def assert_running(driver: ConnectorDriver) -> None:
 def class_name(connector: type[Connector] | str) -> str:
     """The bare class name of a connector class or of its import path."""
     return connector.__name__ if isinstance(connector, type) else connector.replace(":", ".").rpartition(".")[2]
+
+
+Suite = TypeVar("Suite", bound=Conformance)
+
+
+def suite_class(
+    base: type[Suite],
+    connector: type[Connector] | str,
+    config: ConfigSpec,
+    probes: Mapping[str, Callable[..., Any] | None],
+    bad_configs: Sequence[BadConfig],
+    worker_config: Mapping[str, Any] | None,
+    kafka: bool,
+) -> type[Suite]:
+    """A subclass of ``base`` checking ``connector``: each probe given becomes the method of its name."""
+    attrs: dict[str, Any] = {
+        "connector": connector,
+        "config": config,
+        "bad_configs": tuple(bad_configs),
+        "kafka": kafka,
+    }
+    if worker_config is not None:
+        attrs["worker_config"] = {**base.worker_config, **worker_config}
+    attrs.update({name: staticmethod(probe) for name, probe in probes.items() if probe is not None})
+    return type(f"Test{class_name(connector)}Conformance", (base,), attrs)

@@ -14,7 +14,7 @@ from headwater.harness.conformance import (
     Conformance,
     ConformanceContext,
     assert_running,
-    class_name,
+    suite_class,
 )
 from headwater.harness.driver import ConnectorDriver
 from headwater.sdk.connector import SinkConnector
@@ -164,16 +164,5 @@ def sink_conformance(
 ) -> type[SinkConformance]:
     """A pytest class checking ``connector`` (bind it to a ``Test*`` name). ``config`` is the connector config, or
     a callable given a :class:`ConformanceContext`; the probes get the config the connector was given."""
-    attrs: dict[str, Any] = {
-        "connector": connector,
-        "config": config,
-        "bad_configs": tuple(bad_configs),
-        "kafka": kafka,
-    }
-    if worker_config is not None:
-        attrs["worker_config"] = {**SinkConformance.worker_config, **worker_config}
-    if written is not None:
-        attrs["written"] = lambda self, config: written(config)
-    if provisioned is not None:
-        attrs["provisioned"] = lambda self, config: provisioned(config)
-    return type(f"Test{class_name(connector)}Conformance", (SinkConformance,), attrs)
+    probes = {"written": written, "provisioned": provisioned}
+    return suite_class(SinkConformance, connector, config, probes, bad_configs, worker_config, kafka)

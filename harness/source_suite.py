@@ -15,7 +15,7 @@ from headwater.harness.conformance import (
     Conformance,
     ConformanceContext,
     assert_running,
-    class_name,
+    suite_class,
 )
 from headwater.harness.driver import ConnectorDriver
 from headwater.harness.tap import Sent, canonical
@@ -192,18 +192,5 @@ def source_conformance(
 ) -> type[SourceConformance]:
     """A pytest class checking ``connector`` (bind it to a ``Test*`` name). ``config`` is the connector config, or
     a callable given a :class:`ConformanceContext`; the probes get the config the connector was given."""
-    attrs: dict[str, Any] = {
-        "connector": connector,
-        "config": config,
-        "bad_configs": tuple(bad_configs),
-        "kafka": kafka,
-    }
-    if worker_config is not None:
-        attrs["worker_config"] = {**SourceConformance.worker_config, **worker_config}
-    if feed is not None:
-        attrs["feed"] = lambda self, config, count: feed(config, count)
-    if provisioned is not None:
-        attrs["provisioned"] = lambda self, config: provisioned(config)
-    if advance_log is not None:
-        attrs["advance_log"] = lambda self, config: advance_log(config)
-    return type(f"Test{class_name(connector)}Conformance", (SourceConformance,), attrs)
+    probes = {"feed": feed, "provisioned": provisioned, "advance_log": advance_log}
+    return suite_class(SourceConformance, connector, config, probes, bad_configs, worker_config, kafka)
