@@ -1,5 +1,17 @@
-"""Headwater's test harness: a simulated worker, instrumented connectors and the pytest plugin."""
+"""Headwater's test harness: a simulated worker, instrumented connectors, the pytest plugin, the conformance suite,
+and Hypothesis strategies and stateful tests for connector authors.
 
+The conformance suite needs pytest and the strategies and stateful tests need Hypothesis; those names are
+imported on first use, so the rest of the harness works without either.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from headwater.harness.driver import ConnectorDriver
+from headwater.harness.guarantees import GuaranteeViolation
 from headwater.harness.monitorable import (
     HANDLES,
     MonitorableSinkConnector,
@@ -10,10 +22,66 @@ from headwater.harness.monitorable import (
     TaskHandle,
 )
 from headwater.harness.recorder import HookRecorder
+from headwater.harness.schedule import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
 from headwater.harness.simulated import SimulatedWorker
+from headwater.harness.tap import ConnectorTap
+
+if TYPE_CHECKING:
+    from headwater.harness.conformance import ConformanceContext
+    from headwater.harness.sink_suite import SinkConformance, sink_conformance
+    from headwater.harness.source_suite import SourceConformance, source_conformance
+    from headwater.harness.stateful import SinkMachine, SourceMachine, machine_settings, machine_test
+    from headwater.harness.strategies import (
+        TopicRecord,
+        fault_schedules,
+        faults,
+        increasing_offsets,
+        json_values,
+        source_offsets,
+        source_partitions,
+        source_records,
+        topic_records,
+    )
+
+_LAZY = {
+    "headwater.harness.conformance": ["ConformanceContext"],
+    "headwater.harness.sink_suite": ["SinkConformance", "sink_conformance"],
+    "headwater.harness.source_suite": ["SourceConformance", "source_conformance"],
+    "headwater.harness.stateful": ["SinkMachine", "SourceMachine", "machine_settings", "machine_test"],
+    "headwater.harness.strategies": [
+        "TopicRecord",
+        "fault_schedules",
+        "faults",
+        "increasing_offsets",
+        "json_values",
+        "source_offsets",
+        "source_partitions",
+        "source_records",
+        "topic_records",
+    ],
+}
+_LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
+    "FAULT_KINDS",
     "HANDLES",
+    "SINK_FAULTS",
+    "SOURCE_FAULTS",
+    "ConformanceContext",
+    "ConnectorDriver",
+    "ConnectorTap",
+    "Fault",
+    "GuaranteeViolation",
     "HookRecorder",
     "MonitorableSinkConnector",
     "MonitorableSinkTask",
@@ -21,5 +89,23 @@ __all__ = [
     "MonitorableSourceTask",
     "RuntimeHandles",
     "SimulatedWorker",
+    "SinkConformance",
+    "SinkMachine",
+    "SourceConformance",
+    "SourceMachine",
     "TaskHandle",
+    "TopicRecord",
+    "fault_schedules",
+    "faults",
+    "increasing_offsets",
+    "json_values",
+    "machine_settings",
+    "machine_test",
+    "play_schedule",
+    "sink_conformance",
+    "source_conformance",
+    "source_offsets",
+    "source_partitions",
+    "source_records",
+    "topic_records",
 ]

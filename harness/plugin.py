@@ -48,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get(REQUIRE_DATABASES_ENV, "") not in ("", "0"),
         help=f"fail, rather than skip, when PostgreSQL or MariaDB cannot be had (or set {REQUIRE_DATABASES_ENV}=1)",
     )
+    group.addoption(
+        "--conformance-kafka",
+        action="store_true",
+        default=False,
+        help="run every conformance suite on a real Kafka broker too, not only on the simulated worker",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -80,6 +80,8 @@ class SimulatedWorker:
         )
         self.herder = StandaloneHerder(self.worker)
         self._producer: Producer | None = None
+        self.before_step: list[Callable[[], None]] = []
+        """Called at the start of every pass, before the task loops run (a :class:`ConnectorTap` attaches here)."""
         self.closed = False
 
     # ---- managing connectors ---------------------------------------------------------------------------------
@@ -134,6 +136,8 @@ class SimulatedWorker:
 
     def step(self) -> bool:
         """One pass of every task loop at the current virtual time, then the herder's housekeeping."""
+        for call in self.before_step:
+            call()
         progressed = self.worker.step()
         self.herder.tick()
         return progressed

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import subprocess
+import sys
 from types import ModuleType
 
 import pytest
@@ -102,6 +104,43 @@ def test_no_public_api_left_unexported(package: ModuleType) -> None:
 def test_sdk_surface_is_pinned() -> None:
     sdk = importlib.import_module("headwater.sdk")
     assert sdk.__all__ == SDK_API
+
+
+AUTHOR_TOOLS = [
+    "ConformanceContext",
+    "SinkConformance",
+    "SinkMachine",
+    "SourceConformance",
+    "SourceMachine",
+    "TopicRecord",
+    "fault_schedules",
+    "faults",
+    "increasing_offsets",
+    "json_values",
+    "machine_settings",
+    "machine_test",
+    "sink_conformance",
+    "source_conformance",
+    "source_offsets",
+    "source_partitions",
+    "source_records",
+    "topic_records",
+]
+"""The conformance suite and the Hypothesis tools, imported from ``headwater.harness`` on first use."""
+
+
+def test_author_tools_are_exported_and_need_neither_pytest_nor_hypothesis_until_used() -> None:
+    script = (
+        "import sys, headwater.harness as h\n"
+        "assert 'hypothesis' not in sys.modules and 'pytest' not in sys.modules, sorted(sys.modules)\n"
+        f"missing = [n for n in {AUTHOR_TOOLS!r} if not callable(getattr(h, n))]\n"
+        "assert not missing, missing\n"
+        "assert 'hypothesis' in sys.modules and 'pytest' in sys.modules\n"
+    )
+    harness = importlib.import_module("headwater.harness")
+    assert set(AUTHOR_TOOLS) <= set(harness.__all__)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def test_sort_key_puts_constants_then_classes_then_the_rest() -> None:

@@ -111,7 +111,7 @@ def python_blocks(text: str) -> str:
     return "\n".join(code)
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/index.md"])
+@pytest.mark.parametrize("document", ["README.md", "docs/index.md", "docs/testing.md"])
 def test_documented_example_runs(
     document: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
