@@ -33,7 +33,7 @@ class DeltaTable(SinkTable):
         if self.session is None or not txn_versions_present(self.path):
             return None
         struct = self.session.read.format("delta").load(self.path).schema
-        return to_arrow_schema(struct)
+        return to_arrow_schema(struct, timezone="UTC")
 
     def write(self, tables: Mapping[TopicPartition, pa.Table], last_offsets: Mapping[TopicPartition, int]) -> None:
         for tp, last in sorted(last_offsets.items()):

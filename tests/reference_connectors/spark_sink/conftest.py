@@ -29,7 +29,7 @@ def spark() -> SparkSession:
     return spark_session(SPARK_DEFAULTS, delta=True)
 
 
-def parquet_rows(path: Path) -> list[dict[str, Any]]:
+def read_parquet(path: Path) -> list[dict[str, Any]]:
     """Every row of a Parquet table as pyarrow reads the directory (Hive partitions, ``_``/``.`` names skipped)."""
     if not path.exists():
         return []
@@ -39,13 +39,19 @@ def parquet_rows(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
+def parquet_rows() -> Callable[[Path], list[dict[str, Any]]]:
+    """``parquet_rows(path)``: every row of a Parquet table as pyarrow reads the directory."""
+    return read_parquet
+
+
+@pytest.fixture
 def read_rows(spark: SparkSession) -> ReadRows:
     """``read_rows(path, format)``: the rows of a table, sorted by ``kafka_topic``, ``kafka_partition`` and
     ``kafka_offset`` when it has them (Parquet read by pyarrow, Delta by Spark)."""
 
     def read(path: Path, table_format: str) -> list[dict[str, Any]]:
         if table_format == "parquet":
-            rows = parquet_rows(path)
+            rows = read_parquet(path)
         elif not (path / "_delta_log").exists():
             rows = []
         else:
