@@ -30,9 +30,11 @@ class SparkSinkConnector(SinkConnector):
         return CONFIG_DEF
 
     def validate(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Parse the connector's own keys and check how they combine; only those keys are returned, so the
+        worker's parsing of its common keys (``topics``) stands."""
         parsed = super().validate(config)
         SinkConfig.parse(config)
-        return parsed
+        return {key: value for key, value in parsed.items() if key in CONFIG_DEF.keys}
 
     def start(self, config: Mapping[str, str]) -> None:
         self.config = dict(config)
