@@ -17,6 +17,7 @@ PACKAGES = [
     "headwater.runtime.storage",
     "headwater.harness",
     "headwater.reference_connectors.kafka_mirror",
+    "headwater.reference_connectors.spark_sink",
 ]
 
 SDK_API = [

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 log = logging.getLogger(__name__)
 
-TIMEOUT_S = 120.0
+TIMEOUT_S = 300.0
 PARTITIONS = 3
 
 
@@ -75,25 +75,41 @@ def test_records_that_do_not_fit_go_to_the_dead_letter_topic_with_their_origin(
 
 
 class Stream(threading.Thread):
-    """Produces ``count`` JSON records ``{"id": n}`` over the partitions in small paced batches, like a live topic."""
+    """Produces JSON records ``{"id": n}`` over the partitions in small paced batches, like a live topic, up to
+    the number :meth:`allow` last allowed (so each run of the worker has records streaming in while it works)."""
 
-    def __init__(self, bootstrap: str, topic: str, count: int, batch: int = 100, pause_s: float = 0.05) -> None:
+    def __init__(self, bootstrap: str, topic: str, batch: int = 10, pause_s: float = 0.2) -> None:
         super().__init__(name=f"stream-{topic}", daemon=True)
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-        self.topic, self.count, self.batch, self.pause_s = topic, count, batch, pause_s
-        self.produced = 0
-        self.stopped = threading.Event()
+        self.topic, self.batch, self.pause_s = topic, batch, pause_s
+        self.allowed = self.produced = 0
+        self.changed = threading.Condition()
+        self.stopped = False
+
+    def allow(self, count: int) -> None:
+        with self.changed:
+            self.allowed = count
+            self.changed.notify_all()
+
+    def stop(self) -> None:
+        with self.changed:
+            self.stopped = True
+            self.changed.notify_all()
 
     def run(self) -> None:
-        for start in range(0, self.count, self.batch):
-            if self.stopped.is_set():
-                return
-            for n in range(start, min(start + self.batch, self.count)):
+        while True:
+            with self.changed:
+                self.changed.wait_for(lambda: self.stopped or self.produced < self.allowed)
+                if self.stopped:
+                    return
+                end = min(self.produced + self.batch, self.allowed)
+            for n in range(self.produced, end):
                 value = json.dumps({"id": n, "pad": "x" * 40}).encode()
                 self.producer.produce(self.topic, value, str(n).encode(), partition=n % PARTITIONS)
             self.producer.flush(30)
-            self.produced = min(start + self.batch, self.count)
-            self.stopped.wait(self.pause_s)  # the stream's pace, not a wait for anything to happen
+            self.produced = end
+            with self.changed:  # the stream's pace, not a wait for anything to happen
+                self.changed.wait_for(lambda: self.stopped, self.pause_s)
 
 
 def children(pid: int) -> list[int]:
@@ -153,52 +169,59 @@ def test_sigkill_at_random_points_loses_and_repeats_no_record(
     read_rows: Any,
     table_format: str,
 ) -> None:
-    records, kills = 3000, 3
+    records, kills = 2400, 3  # 600 records per run of the worker, at 50 per second
     table = tmp_path / "table"
     worker_process.connectors[stream_topic] = {
         "connector.class": "spark-sink",
         "topics": stream_topic,
         "table.path": str(table),
         "table.format": table_format,
-        "flush.max.records": 300,
-        "flush.interval.ms": 500,
+        "flush.max.records": 200,
+        "flush.interval.ms": 2000,
         "spark.driver.memory": "512m",
     }
     seed = int.from_bytes(os.urandom(4), "big")
     chance = random.Random(seed)
-    stream = Stream(kafka_bootstrap, stream_topic, records)
-    worker_process.start()
+    stream = Stream(kafka_bootstrap, stream_topic)
     stream.start()
+    phase = records // (kills + 1)
+    mid_stream = 0
     try:
+        worker_process.start()
         for kill in range(kills):
-            seen = progress(table, table_format)
-            worker_process.wait_until(
-                lambda seen=seen: progress(table, table_format) > seen, TIMEOUT_S, f"a new write before kill {kill}"
-            )
+            worker_process.wait_for_log(f"opened {PARTITIONS} partitions", TIMEOUT_S)
+            for allowed in (phase * kill + 100, phase * (kill + 1)):  # a first write (a cold JVM's is slow), then
+                seen = progress(table, table_format)  # records stream in while this run consumes and writes
+                stream.allow(allowed)
+                worker_process.wait_until(
+                    lambda seen=seen: progress(table, table_format) > seen, TIMEOUT_S, f"a write before kill {kill}"
+                )
             delay = chance.uniform(0.0, 2.0)
             time.sleep(delay)  # the random point of the kill, not a wait for a condition
             jvm = children(worker_process.pid or 0)
+            mid_stream += stream.produced < stream.allowed
+            written = progress(table, table_format)
             log.info(
-                "kill %d after %.2f s (seed %d, %d written, %d produced)",
+                "kill %d %.2f s after a write: seed %d, %d writes, %d produced",
                 kill,
                 delay,
                 seed,
-                progress(table, table_format),
+                written,
                 stream.produced,
             )
             assert worker_process.kill() == -9
             worker_process.wait_until(lambda jvm=jvm: gone(jvm), 30, "the killed worker's JVM to exit", allow_exit=True)
             worker_process.start()
-        stream.join(TIMEOUT_S)
-        assert stream.produced == records
+        stream.allow(records)
 
         def complete() -> bool:
-            return len(read_rows(table, table_format)) >= records
+            return stream.produced == records and len(read_rows(table, table_format)) >= records
 
         worker_process.wait_until(complete, TIMEOUT_S, f"{records} rows in the table", interval=1.0)
         assert worker_process.terminate() == 0
     finally:
-        stream.stopped.set()
+        stream.stop()
+    log.info("%d of %d kills while records were streaming in", mid_stream, kills)
     rows = read_rows(table, table_format)
     where = Counter((row["kafka_partition"], row["kafka_offset"]) for row in rows)
     assert [key for key, count in where.items() if count > 1] == [], f"repeated records (seed {seed})"
