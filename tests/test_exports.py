@@ -22,6 +22,7 @@ PACKAGES = [
     "headwater.reference_connectors",
     "headwater.reference_connectors.kafka_mirror",
     "headwater.reference_connectors.jdbc_cdc",
+    "headwater.reference_connectors.spark_sink",
 ]
 
 SDK_API = [

@@ -329,7 +329,10 @@ class KafkaConsumer:
         return KafkaRecords(raw)
 
     def assignment(self) -> frozenset[TopicPartition]:
-        return frozenset(_ours(self._consumer.assignment()))
+        """The assigned partitions, including those being assigned while the listener runs (as with Java's
+        consumer, which has them assigned before ``onPartitionsAssigned``), so a sink task may rewind them there."""
+        found = frozenset(_ours(self._consumer.assignment()))
+        return found | frozenset(self._assigning) if self._assigning else found
 
     def position(self, partition: TopicPartition) -> int:
         if self._assigning is not None and partition in self._assigning:

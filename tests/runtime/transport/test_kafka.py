@@ -140,6 +140,20 @@ def test_a_new_member_starts_from_the_committed_offset_and_a_seek_in_assign_wins
     assert [m.offset for m in seen] == [1, 2, 3, 4, 5]
 
 
+def test_partitions_being_assigned_are_in_the_assignment_while_the_listener_runs(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer], unique_name: str
+) -> None:
+    produce(transport, topic, 4)
+    seen: list[frozenset[TopicPartition]] = []
+    listener = Listener()
+    listener.on_assign = lambda partitions: seen.append(consumer.assignment())
+    consumer = transport.consumer(unique_name, {})
+    consumers.append(consumer)
+    consumer.subscribe([topic], listener)
+    poll_until(consumers, lambda got: len(got) >= 4)
+    assert seen == [frozenset(TopicPartition(topic, p) for p in range(3))]
+
+
 def test_cooperative_rebalance_moves_some_partitions_and_revokes_only_those(
     transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer], unique_name: str
 ) -> None:

@@ -1,0 +1,104 @@
+"""What a task has been given and not yet written: records per topic partition, kept as columns, and the sizes the
+flush policy looks at."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from headwater.sdk import SinkRecord, TopicPartition
+
+
+def value_bytes(value: Any) -> bytes | None:
+    """A record value as JSON text: bytes as they are, strings encoded, anything else (what the JSON converter
+    gives) serialized again; ``None`` stays ``None``."""
+    if value is None or type(value) is bytes:
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+@dataclass
+class PartitionBuffer:
+    """The buffered records of one topic partition, in offset order, as columns."""
+
+    values: list[bytes | None] = field(default_factory=list)
+    keys: list[Any] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    timestamps: list[int | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def last_offset(self) -> int:
+        return self.offsets[-1]
+
+
+class RecordBuffer:
+    """Records per topic partition, with the count, the bytes of keys and values, and when the oldest arrived."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[TopicPartition, PartitionBuffer] = {}
+        self.records = 0
+        self.bytes = 0
+        self.oldest_ms: int | None = None
+        """When the oldest buffered record was added (the task's clock)."""
+
+    def add(self, records: Iterable[SinkRecord], now_ms: int) -> None:
+        """Append ``records`` (a ``put`` batch: runs of one partition each, in offset order)."""
+        added = size = 0
+        run: tuple[str, int] | None = None
+        buffer = PartitionBuffer()
+        for record in records:
+            topic, partition = record.topic, record.partition
+            if run is None or partition != run[1] or topic != run[0]:
+                run = (topic, partition)
+                buffer = self.partitions.setdefault(TopicPartition(topic, partition), PartitionBuffer())
+            value = value_bytes(record.value)
+            key = record.key
+            buffer.values.append(value)
+            buffer.keys.append(key)
+            buffer.offsets.append(record.offset)
+            buffer.timestamps.append(record.timestamp)
+            added += 1
+            if value is not None:
+                size += len(value)
+            if key is not None:
+                size += len(key) if isinstance(key, bytes | str) else 8
+        if added:
+            self.records += added
+            self.bytes += size
+            if self.oldest_ms is None:
+                self.oldest_ms = now_ms
+
+    def take(self) -> dict[TopicPartition, PartitionBuffer]:
+        """Everything buffered, leaving the buffer empty."""
+        taken, self.partitions = self.partitions, {}
+        self.records = self.bytes = 0
+        self.oldest_ms = None
+        return taken
+
+    def drop(self, partitions: Collection[TopicPartition]) -> None:
+        """Forget the records of ``partitions`` (revoked, or rewound)."""
+        for tp in partitions:
+            dropped = self.partitions.pop(tp, None)
+            if dropped is not None:
+                self.records -= len(dropped)
+                self.bytes -= sum(len(v) for v in dropped.values if v is not None)
+                self.bytes -= sum(len(k) if isinstance(k, bytes | str) else 8 for k in dropped.keys if k is not None)
+        if not self.partitions:
+            self.records = self.bytes = 0
+            self.oldest_ms = None
+
+    def __len__(self) -> int:
+        return self.records
+
+    def __repr__(self) -> str:
+        parts = {str(tp): len(b) for tp, b in self.partitions.items()}
+        return f"RecordBuffer(records={self.records}, bytes={self.bytes}, oldest_ms={self.oldest_ms}, {parts})"

@@ -1,0 +1,233 @@
+"""The Spark sink's configuration: the table, its columns, the flush policy, the dead-letter topic and the settings
+of the worker process's SparkSession.
+
+Every ``spark.`` key goes to the SparkSession builder as it is (``spark.driver.memory=2g``); the session is made
+once per worker process, so the first Spark sink task to start in a process decides them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from headwater.reference_connectors.spark_sink.schema import METADATA_FIELDS, parse_schema
+from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, non_empty_string, one_of
+
+TABLE_PATH = "table.path"
+TABLE_FORMAT = "table.format"
+TABLE_APP_ID = "table.app.id"
+VALUE_SCHEMA = "value.schema"
+METADATA_COLUMNS = "metadata.columns"
+METADATA_PREFIX = "metadata.column.prefix"
+KEY_TYPE = "metadata.key.type"
+PARTITION_BY = "partition.by"
+FLUSH_RECORDS = "flush.max.records"
+FLUSH_BYTES = "flush.max.bytes"
+FLUSH_INTERVAL_MS = "flush.interval.ms"
+WRITE_FILES = "write.max.files"
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_BOOTSTRAP = "errors.deadletterqueue.bootstrap.servers"
+DLQ_HEADERS = "errors.deadletterqueue.context.headers.enable"
+ERRORS_TOLERANCE = "errors.tolerance"
+"""Defined by the runtime for every connector; the task reads it from its config."""
+SPARK_PREFIX = "spark."
+
+SPARK_DEFAULTS: dict[str, str] = {
+    "spark.master": "local[2]",
+    "spark.driver.memory": "1g",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.log.level": "ERROR",
+}
+"""Session settings a connector does not give: a small local session, no UI, few shuffle partitions."""
+
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _schema(key: str, value: Any) -> None:
+    if str(value).strip():
+        parse_schema(key, str(value))
+
+
+def _metadata(key: str, value: Any) -> None:
+    unknown = [name for name in value if name not in METADATA_FIELDS]
+    if unknown:
+        raise ConfigError(key, value, f"Unknown metadata columns {unknown}; choose from {', '.join(METADATA_FIELDS)}")
+
+
+def _prefix(key: str, value: Any) -> None:
+    if value and not _COLUMN.fullmatch(value):
+        raise ConfigError(key, value, "A column prefix may hold only ASCII letters, digits and '_'")
+
+
+def _columns(key: str, value: Any) -> None:
+    bad = [name for name in value if not _COLUMN.fullmatch(name)]
+    if bad:
+        raise ConfigError(key, value, f"Not column names: {bad}")
+
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        TABLE_PATH,
+        Type.STRING,
+        importance=Importance.HIGH,
+        documentation="Directory of the table (local or mounted file system).",
+        validator=non_empty_string,
+    )
+    .define(TABLE_FORMAT, Type.STRING, "parquet", Importance.HIGH, "parquet or delta.", one_of("parquet", "delta"))
+    .define(
+        TABLE_APP_ID,
+        Type.STRING,
+        None,
+        Importance.MEDIUM,
+        "Names this connector's offsets in the table (Delta txnAppId prefix, Parquet manifest owner); "
+        "default the connector's name.",
+    )
+    .define(
+        VALUE_SCHEMA,
+        Type.STRING,
+        "",
+        Importance.HIGH,
+        "Columns of the record values, like 'id BIGINT NOT NULL, name STRING'; empty: inferred from the first "
+        "batch written to a new table, else the table's own.",
+        _schema,
+    )
+    .define(
+        METADATA_COLUMNS,
+        Type.LIST,
+        ",".join(METADATA_FIELDS),
+        Importance.MEDIUM,
+        "Record metadata written as columns: any of topic, partition, offset, timestamp, key.",
+        _metadata,
+    )
+    .define(METADATA_PREFIX, Type.STRING, "kafka_", Importance.LOW, "Prefix of the metadata column names.", _prefix)
+    .define(
+        KEY_TYPE,
+        Type.STRING,
+        "string",
+        Importance.LOW,
+        "Type of the key column: string or binary.",
+        one_of("string", "binary"),
+    )
+    .define(PARTITION_BY, Type.LIST, "", Importance.MEDIUM, "Columns the table is partitioned by.", _columns)
+    .define(
+        FLUSH_RECORDS, Type.INT, 100_000, Importance.MEDIUM, "Flush once this many records are buffered.", at_least(1)
+    )
+    .define(
+        FLUSH_BYTES,
+        Type.LONG,
+        64 * 1024 * 1024,
+        Importance.MEDIUM,
+        "Flush once the buffered keys and values hold this many bytes.",
+        at_least(1),
+    )
+    .define(
+        FLUSH_INTERVAL_MS,
+        Type.LONG,
+        30_000,
+        Importance.MEDIUM,
+        "Flush once the oldest buffered record has waited this long.",
+        at_least(1),
+    )
+    .define(
+        WRITE_FILES,
+        Type.INT,
+        0,
+        Importance.LOW,
+        "Most Spark write tasks (so files per table partition) per flush; 0: the session's default parallelism.",
+        at_least(0),
+    )
+    .define(
+        DLQ_TOPIC,
+        Type.STRING,
+        "",
+        Importance.MEDIUM,
+        "Topic records that do not fit the schema go to when errors.tolerance=all; empty: they are only logged.",
+    )
+    .define(
+        DLQ_BOOTSTRAP,
+        Type.LIST,
+        "",
+        Importance.MEDIUM,
+        "Bootstrap servers of the cluster holding the dead-letter topic (usually the worker's).",
+    )
+    .define(
+        DLQ_HEADERS,
+        Type.BOOLEAN,
+        False,
+        Importance.LOW,
+        "Add __connect.errors.* headers (origin topic, partition, offset, reason) to dead-letter records.",
+    )
+)
+"""Every option of the Spark sink with its default and validator (``spark.*`` keys are passed through)."""
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    """A parsed Spark sink config."""
+
+    table_path: str
+    table_format: str
+    app_id: str
+    value_schema: pa.Schema | None
+    """``None``: inferred."""
+    metadata_columns: tuple[str, ...]
+    metadata_prefix: str
+    key_type: str
+    partition_by: tuple[str, ...]
+    flush_max_records: int
+    flush_max_bytes: int
+    flush_interval_ms: int
+    write_max_files: int
+    tolerate_errors: bool
+    dlq_topic: str
+    dlq_bootstrap_servers: str
+    dlq_context_headers: bool
+    spark_conf: Mapping[str, str]
+
+    @classmethod
+    def parse(cls, props: Mapping[str, Any]) -> SinkConfig:
+        """Parse a connector or task config; raises :class:`ConfigError` naming every bad key."""
+        parsed = CONFIG_DEF.parse(props)
+        tolerance = str(props.get(ERRORS_TOLERANCE) or "none").strip().lower()
+        dlq_topic = parsed[DLQ_TOPIC]
+        if dlq_topic and not parsed[DLQ_BOOTSTRAP]:
+            raise ConfigError(DLQ_BOOTSTRAP, None, f"Required when {DLQ_TOPIC} is set")
+        app_id = parsed[TABLE_APP_ID] or str(props.get("name") or "")
+        if not app_id:
+            raise ConfigError(TABLE_APP_ID, None, "Required when the config has no connector name")
+        schema_text = parsed[VALUE_SCHEMA]
+        spark_conf = {
+            **SPARK_DEFAULTS,
+            **{str(k): str(v) for k, v in props.items() if str(k).startswith(SPARK_PREFIX) and v is not None},
+        }
+        return cls(
+            table_path=parsed[TABLE_PATH],
+            table_format=parsed[TABLE_FORMAT].lower(),
+            app_id=app_id,
+            value_schema=parse_schema(VALUE_SCHEMA, schema_text) if schema_text else None,
+            metadata_columns=tuple(parsed[METADATA_COLUMNS]),
+            metadata_prefix=parsed[METADATA_PREFIX],
+            key_type=parsed[KEY_TYPE].lower(),
+            partition_by=tuple(parsed[PARTITION_BY]),
+            flush_max_records=parsed[FLUSH_RECORDS],
+            flush_max_bytes=parsed[FLUSH_BYTES],
+            flush_interval_ms=parsed[FLUSH_INTERVAL_MS],
+            write_max_files=parsed[WRITE_FILES],
+            tolerate_errors=tolerance == "all",
+            dlq_topic=dlq_topic,
+            dlq_bootstrap_servers=",".join(parsed[DLQ_BOOTSTRAP]),
+            dlq_context_headers=parsed[DLQ_HEADERS],
+            spark_conf=spark_conf,
+        )
+
+    def metadata_name(self, field: str) -> str:
+        """The column name of one metadata field (``offset`` -> ``kafka_offset``)."""
+        return self.metadata_prefix + field

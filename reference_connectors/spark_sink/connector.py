@@ -1,0 +1,45 @@
+"""The Spark sink connector: writes the records of its topics into a Parquet or Delta table through the worker's
+SparkSession, exactly once (seed KIP-89; the offsets live in the table).
+
+Run it with ``value.converter=bytes`` (and ``key.converter=bytes``), so the task parses the JSON values itself in
+Arrow and a value that is not JSON is a record that does not fit the schema, sent to the dead-letter topic under
+``errors.tolerance=all``; with the JSON converter the runtime drops an unparseable value before the task sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib.metadata import version
+from typing import Any
+
+from headwater.reference_connectors.spark_sink.config import CONFIG_DEF, SinkConfig
+from headwater.reference_connectors.spark_sink.task import SparkSinkTask
+from headwater.sdk import ConfigDef, SinkConnector, SinkTask
+
+
+class SparkSinkConnector(SinkConnector):
+    """Gives every task the connector's config: the consumer group spreads the partitions over them."""
+
+    def version(self) -> str:
+        """The installed headwater distribution's version (the connector ships in it)."""
+        return version("headwater")
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def validate(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Parse the connector's own keys and check how they combine; only those keys are returned, so the
+        worker's parsing of its common keys (``topics``) stands."""
+        parsed = super().validate(config)
+        SinkConfig.parse(config)
+        return {key: value for key, value in parsed.items() if key in CONFIG_DEF.keys}
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+        SinkConfig.parse(config)
+
+    def task_class(self) -> type[SinkTask]:
+        return SparkSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.config) for _ in range(max_tasks)]

@@ -1,0 +1,49 @@
+"""What a task writes to: a table that stores each topic partition's last written offset with the data, so that a
+write and its offsets become visible together or not at all."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from headwater.sdk import TopicPartition
+
+
+class SinkTable(ABC):
+    """A Parquet or Delta table written through the worker's SparkSession."""
+
+    def __init__(self, path: str, app_id: str, partition_by: tuple[str, ...], max_files: int) -> None:
+        self.path = path
+        self.app_id = app_id
+        self.partition_by = partition_by
+        self.max_files = max_files
+        self.session: SparkSession | None = None
+        """Set by the task before the first write (recovery and schema reads do not need it)."""
+
+    @abstractmethod
+    def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        """Finish or undo what a crashed writer left for ``partitions``, then return the last offset written for
+        each of them that has one."""
+
+    @abstractmethod
+    def schema(self) -> pa.Schema | None:
+        """The columns of the table's data, or ``None`` while it has none."""
+
+    @abstractmethod
+    def write(self, tables: Mapping[TopicPartition, pa.Table], last_offsets: Mapping[TopicPartition, int]) -> None:
+        """Write the rows of every partition together with its last offset (which may belong to a record that was
+        not written, a dead letter); durable when this returns."""
+
+    def dataframe(self, table: pa.Table) -> DataFrame:
+        """A DataFrame of ``table``'s Arrow batches, in at most ``max_files`` Spark partitions."""
+        if self.session is None:
+            raise RuntimeError(f"{self!r} has no SparkSession")
+        frame = self.session.createDataFrame(table)
+        files = self.max_files or self.session.sparkContext.defaultParallelism
+        return frame.coalesce(max(files, 1))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r}, app_id={self.app_id!r})"

@@ -1,0 +1,123 @@
+"""The Spark sink task (seed KIP-89): buffers records, flushes them by its own policy, commits only what is written,
+and keeps its offsets in the table rather than trusting the consumer group.
+
+- **Flush policy.** ``put`` buffers; it flushes once ``flush.max.records`` records or ``flush.max.bytes`` bytes are
+  buffered, then calls ``context.request_commit()`` so the written offsets are committed at the next loop pass. A
+  buffer whose oldest record has waited ``flush.interval.ms`` is flushed by the next ``put`` or ``pre_commit``;
+  while records are buffered the task bounds the runtime's poll wait (``context.timeout``) so that ``put`` comes
+  in time.
+- **pre_commit** returns, for each partition being committed, the offset after the last record whose row is in the
+  table. Buffered records are not flushed for a commit, not even a final one: after a stop or a rebalance they are
+  read again.
+- **open** reads each assigned partition's last written offset from the table (finishing or undoing a write a
+  crash interrupted) and rewinds the consumer to just after it with ``context.offset``. So the group's committed
+  offsets are only advisory: a crash at any point neither loses nor repeats a row.
+- **close** drops the buffered records of the partitions (they may be lost to another task already).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping, Sequence
+
+from headwater.reference_connectors.spark_sink.buffer import RecordBuffer
+from headwater.reference_connectors.spark_sink.config import SinkConfig
+from headwater.reference_connectors.spark_sink.dead_letter import DeadLetterQueue
+from headwater.reference_connectors.spark_sink.writer import TableWriter
+from headwater.sdk import SinkRecord, SinkTask, TopicPartition, hookimpl
+
+log = logging.getLogger(__name__)
+
+
+class SparkSinkTask(SinkTask):
+    writer: TableWriter | None = None
+    failure: Exception | None = None
+    """A flush that failed in ``pre_commit``, raised by the next ``put``."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.config = SinkConfig.parse(config)
+        dead_letters = None
+        if self.config.tolerate_errors and self.config.dlq_topic:
+            name = str(config.get("name", self.config.app_id))
+            dead_letters = DeadLetterQueue(
+                self.config.dlq_topic, self.config.dlq_bootstrap_servers, name, self.config.dlq_context_headers
+            )
+        self.writer = TableWriter(self.config, dead_letters)
+        self.buffer = RecordBuffer()
+        self.written: dict[TopicPartition, int] = {}
+        """Next offset to consume of each assigned partition whose records up to there are in the table."""
+        self.flushes = {"records": 0, "bytes": 0, "time": 0}
+        self.writer.start_session()
+
+    def open(self, partitions: Collection[TopicPartition]) -> None:
+        """Rewind each partition to just after its last offset in the table."""
+        assert self.writer is not None
+        self.buffer.drop(partitions)
+        found = self.writer.recover(partitions)
+        rewind = {tp: offset + 1 for tp, offset in found.items()}
+        if rewind:
+            self.context.offset(rewind)
+        self.written.update(rewind)
+        log.info("%s: opened %d partitions, %d resume from the table: %s", self, len(partitions), len(rewind), rewind)
+
+    def close(self, partitions: Collection[TopicPartition]) -> None:
+        self.buffer.drop(partitions)
+        for tp in partitions:
+            self.written.pop(tp, None)
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        if self.failure is not None:
+            raise self.failure
+        now = self.context.clock.now_ms()
+        if records:
+            self.buffer.add(records, now)
+        reason = self._due(now)
+        if reason is not None:
+            self.flush_buffer(reason)
+            self.context.request_commit()
+        elif self.buffer.oldest_ms is not None:
+            self.context.timeout(max(self.buffer.oldest_ms + self.config.flush_interval_ms - now, 1))
+
+    def _due(self, now: int) -> str | None:
+        """Why the buffer must be flushed now, or ``None``."""
+        buffer = self.buffer
+        if not buffer.records:
+            return None
+        if buffer.records >= self.config.flush_max_records:
+            return "records"
+        if buffer.bytes >= self.config.flush_max_bytes:
+            return "bytes"
+        if buffer.oldest_ms is not None and now - buffer.oldest_ms >= self.config.flush_interval_ms:
+            return "time"
+        return None
+
+    def flush_buffer(self, reason: str) -> None:
+        """Write everything buffered, then count it as written."""
+        assert self.writer is not None
+        parts = self.buffer.take()
+        self.written.update(self.writer.write(parts))
+        self.flushes[reason] += 1
+
+    @hookimpl
+    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Flush when the buffer is due, then return the written offsets being committed.
+
+        A failed flush is kept for the next ``put`` to raise, failing the task: raising here would make the runtime
+        rewind to the group's offsets, which may be behind the table's, and write rows twice."""
+        reason = self._due(self.context.clock.now_ms())
+        if reason is not None and self.failure is None:
+            try:
+                self.flush_buffer(reason)
+            except Exception as error:
+                log.error("%s: flushing before a commit failed; the task fails at its next put: %s", self, error)
+                self.failure = error
+        return {tp: offset for tp, offset in self.written.items() if tp in current_offsets}
+
+    def stop(self) -> None:
+        if self.writer is not None and self.writer.dead_letters is not None:
+            self.writer.dead_letters.close()
+
+    def __repr__(self) -> str:
+        name = self.config.app_id if hasattr(self, "config") else "?"
+        written = {str(tp): offset for tp, offset in getattr(self, "written", {}).items()}
+        return f"SparkSinkTask({name}, buffered={getattr(self, 'buffer', None)!r}, written={written})"

@@ -1,0 +1,107 @@
+"""One flush: buffered records into Arrow tables, records that do not fit set apart (to the dead-letter topic, the
+log, or a task failure), then one write of the table that stores the offsets with the rows."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+
+import pyarrow as pa
+
+from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer
+from headwater.reference_connectors.spark_sink.columns import ColumnBuilder, Rejected, infer_schema
+from headwater.reference_connectors.spark_sink.config import PARTITION_BY, VALUE_SCHEMA, SinkConfig
+from headwater.reference_connectors.spark_sink.dead_letter import DeadLetterQueue
+from headwater.reference_connectors.spark_sink.delta_table import DeltaTable
+from headwater.reference_connectors.spark_sink.parquet_table import ParquetTable
+from headwater.reference_connectors.spark_sink.schema import table_schema
+from headwater.reference_connectors.spark_sink.session import spark_session
+from headwater.reference_connectors.spark_sink.table import SinkTable
+from headwater.sdk import ConfigError, ConnectError, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+def make_table(config: SinkConfig) -> SinkTable:
+    kind = DeltaTable if config.table_format == "delta" else ParquetTable
+    return kind(config.table_path, config.app_id, config.partition_by, config.write_max_files)
+
+
+class TableWriter:
+    """Writes flushes of one task into its table, starting the worker's SparkSession on first use."""
+
+    def __init__(self, config: SinkConfig, dead_letters: DeadLetterQueue | None = None) -> None:
+        self.config = config
+        self.table = make_table(config)
+        self.dead_letters = dead_letters
+        self.builder: ColumnBuilder | None = None
+        self.rows = 0
+        self.rejected = 0
+        self.writes = 0
+
+    def start_session(self) -> None:
+        if self.table.session is None:
+            self.table.session = spark_session(self.config.spark_conf, delta=self.config.table_format == "delta")
+
+    def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        """The last offset in the table of each of ``partitions`` that has one (a crashed write finished or undone)."""
+        return self.table.recover(partitions)
+
+    def write(self, parts: Mapping[TopicPartition, PartitionBuffer]) -> dict[TopicPartition, int]:
+        """Write ``parts``; return the next offset to consume of each partition, durable in the table."""
+        if not parts:
+            return {}
+        self.start_session()
+        builder = self.builder or self._builder(parts)
+        tables: dict[TopicPartition, pa.Table] = {}
+        rejected: list[Rejected] = []
+        for tp, buffer in parts.items():
+            tables[tp], misfits = builder.build(tp, buffer)
+            rejected += misfits
+        if rejected:
+            self._reject(rejected)
+        last = {tp: buffer.last_offset for tp, buffer in parts.items()}
+        self.table.write(tables, last)
+        self.rows += sum(table.num_rows for table in tables.values())
+        self.writes += 1
+        return {tp: offset + 1 for tp, offset in last.items()}
+
+    def _builder(self, parts: Mapping[TopicPartition, PartitionBuffer]) -> ColumnBuilder:
+        """The columns: the configured value schema, else the existing table's, else one inferred from ``parts``."""
+        config = self.config
+        metadata = {field: config.metadata_name(field) for field in config.metadata_columns}
+        value_schema = config.value_schema
+        if value_schema is None:
+            existing = self.table.schema()
+            if existing is not None:
+                names = set(metadata.values())
+                value_schema = pa.schema([f for f in existing if f.name not in names])
+            else:
+                values = [v for buffer in parts.values() for v in buffer.values]
+                value_schema = infer_schema(values)
+                if value_schema is None:
+                    raise ConnectError(
+                        f"cannot infer the table's columns: no value of the first {len(values)} records is a JSON "
+                        f"object; set {VALUE_SCHEMA}"
+                    )
+                log.info("inferred the value columns of %s: %s", self.table, value_schema.to_string())
+        schema = table_schema(value_schema, config.metadata_columns, config.metadata_prefix, config.key_type)
+        missing = [name for name in config.partition_by if name not in schema.names]
+        if missing:
+            raise ConfigError(PARTITION_BY, ",".join(config.partition_by), f"No column {missing[0]} in {schema.names}")
+        self.builder = ColumnBuilder(value_schema, schema, metadata, config.key_type)
+        return self.builder
+
+    def _reject(self, rejected: list[Rejected]) -> None:
+        first = rejected[0]
+        if not self.config.tolerate_errors:
+            raise ConnectError(
+                f"the record at {first.where()} does not fit the table's schema: {first.reason} "
+                f"({len(rejected)} records of this flush do not fit; set errors.tolerance=all to send them to a "
+                "dead-letter topic instead)"
+            )
+        self.rejected += len(rejected)
+        if self.dead_letters is not None:
+            self.dead_letters.send(rejected)
+        for record in rejected:
+            log.warning("skipping the record at %s, which does not fit the schema: %s", record.where(), record.reason)

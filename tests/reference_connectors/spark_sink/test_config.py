@@ -1,0 +1,102 @@
+"""The Spark sink's options: defaults, the column list of ``value.schema``, and what is rejected, by key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS, SinkConfig, parse_schema
+from headwater.reference_connectors.spark_sink.schema import table_schema
+from headwater.sdk import ConfigError
+
+BASE = {"name": "orders-sink", "table.path": "/data/orders"}
+
+
+def parse(**props: Any) -> SinkConfig:
+    return SinkConfig.parse({**BASE, **{k.replace("_", "."): v for k, v in props.items()}})
+
+
+def test_defaults() -> None:
+    config = parse()
+    assert config.table_format == "parquet"
+    assert config.app_id == "orders-sink"  # the connector's name unless table.app.id is given
+    assert config.value_schema is None  # inferred
+    assert config.metadata_columns == ("topic", "partition", "offset", "timestamp", "key")
+    assert config.metadata_name("offset") == "kafka_offset"
+    assert (config.flush_max_records, config.flush_max_bytes, config.flush_interval_ms) == (100_000, 64 << 20, 30_000)
+    assert config.tolerate_errors is False
+    assert config.spark_conf == SPARK_DEFAULTS
+
+
+def test_spark_keys_pass_through_over_the_defaults_and_errors_tolerance_is_read() -> None:
+    config = SinkConfig.parse(
+        {**BASE, "spark.driver.memory": "2g", "spark.sql.session.timeZone": "UTC", "errors.tolerance": "all"}
+    )
+    assert config.spark_conf["spark.driver.memory"] == "2g"
+    assert config.spark_conf["spark.sql.session.timeZone"] == "UTC"
+    assert config.spark_conf["spark.master"] == SPARK_DEFAULTS["spark.master"]
+    assert config.tolerate_errors is True
+
+
+def test_schema_columns_become_arrow_fields() -> None:
+    schema = parse_schema("value.schema", "id BIGINT NOT NULL, name string, price DECIMAL(10, 2), at TIMESTAMP, d DATE")
+    assert schema == pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("name", pa.string()),
+            pa.field("price", pa.decimal128(10, 2)),
+            pa.field("at", pa.timestamp("us", tz="UTC")),
+            pa.field("d", pa.date32()),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("id BIGINT, id STRING", "defined twice"),
+        ("id MAP<STRING,INT>", "is not 'name TYPE"),
+        ("id VARCHAR", "Unsupported type 'VARCHAR'"),
+        ("price DECIMAL(40,2)", "out of range"),
+        ("id", "is not 'name TYPE"),
+    ],
+)
+def test_bad_schemas_name_the_key_and_the_problem(text: str, reason: str) -> None:
+    with pytest.raises(ConfigError, match=reason) as raised:
+        parse(value_schema=text)
+    assert raised.value.key == "value.schema"
+
+
+@pytest.mark.parametrize(
+    ("props", "key"),
+    [
+        ({"table.format": "iceberg"}, "table.format"),
+        ({"metadata.columns": "topic,headers"}, "metadata.columns"),
+        ({"partition.by": "a-b"}, "partition.by"),
+        ({"flush.max.records": "0"}, "flush.max.records"),
+        ({"errors.deadletterqueue.topic.name": "dlq"}, "errors.deadletterqueue.bootstrap.servers"),
+        ({"metadata.key.type": "json"}, "metadata.key.type"),
+    ],
+)
+def test_bad_values_name_their_key(props: dict[str, str], key: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        SinkConfig.parse({**BASE, **props})
+    assert raised.value.key == key
+
+
+def test_an_app_id_is_needed_when_there_is_no_name() -> None:
+    with pytest.raises(ConfigError) as raised:
+        SinkConfig.parse({"table.path": "/t"})
+    assert raised.value.key == "table.app.id"
+    assert SinkConfig.parse({"table.path": "/t", "table.app.id": "ingest"}).app_id == "ingest"
+
+
+def test_metadata_columns_follow_the_value_columns_and_must_not_clash() -> None:
+    values = parse_schema("value.schema", "id BIGINT")
+    schema = table_schema(values, ("offset", "key"), "kafka_", "binary")
+    assert schema.names == ["id", "kafka_offset", "kafka_key"]
+    assert schema.field("kafka_key").type == pa.binary()
+    with pytest.raises(ConfigError, match="clashes"):
+        table_schema(parse_schema("value.schema", "offset BIGINT"), ("offset",), "", "string")

@@ -1,0 +1,229 @@
+"""The Spark sink against the real broker: records that do not fit go to the dead-letter topic, and a
+``headwater standalone`` worker SIGKILLed at random points while records stream in, restarted each time, leaves
+every record in the table exactly once, for Parquet and for Delta."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from pyspark.sql import SparkSession
+
+from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
+from headwater.harness.process import WorkerProcess
+from headwater.reference_connectors.spark_sink import SparkSinkConnector
+from headwater.reference_connectors.spark_sink.dead_letter import HEADER_PREFIX
+from headwater.sdk import TopicPartition
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 300.0
+PARTITIONS = 3
+
+
+def test_records_that_do_not_fit_go_to_the_dead_letter_topic_with_their_origin(
+    kafka_bootstrap: str, spark: SparkSession, tmp_path: Path, unique_name: str, read_rows: Any
+) -> None:
+    topic, dead = f"in-{unique_name}", f"dlq-{unique_name}"
+    inspector = KafkaInspector(kafka_bootstrap)
+    inspector.create_topic(topic)
+    inspector.create_topic(dead)
+    worker = KafkaSteppedWorker(kafka_bootstrap, {"key.converter": "bytes", "value.converter": "bytes"})
+    try:
+        for value in (b'{"id":1}', b"{broken", b'{"id":"two"}', b'{"id":3}'):
+            worker.produce(topic, value, key=b"k")
+        worker.add_connector(
+            unique_name,
+            SparkSinkConnector,
+            {
+                "topics": topic,
+                "table.path": str(tmp_path / "t"),
+                "value.schema": "id BIGINT",
+                "flush.max.records": 4,
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": dead,
+                "errors.deadletterqueue.bootstrap.servers": kafka_bootstrap,
+                "errors.deadletterqueue.context.headers.enable": "true",
+            },
+        )
+        committed = {TopicPartition(topic, 0): 4}
+        worker.run_until(lambda: worker.sink_task(unique_name).last_committed == committed, 60_000, "the commit")
+        assert [row["id"] for row in read_rows(tmp_path / "t", "parquet")] == [1, 3]
+        letters = inspector.messages(dead)
+        assert [(m.key, m.value) for m in letters] == [(b"k", b"{broken"), (b"k", b'{"id":"two"}')]
+        headers = dict(letters[1].headers)
+        assert headers[HEADER_PREFIX + "topic"] == topic.encode()
+        assert (headers[HEADER_PREFIX + "partition"], headers[HEADER_PREFIX + "offset"]) == (b"0", b"2")
+        assert b"changed from number to string" in headers[HEADER_PREFIX + "exception.message"]
+    finally:
+        worker.close()
+
+
+# ---- SIGKILL at random points ----------------------------------------------------------------------------------
+
+
+class Stream(threading.Thread):
+    """Produces JSON records ``{"id": n}`` over the partitions in small paced batches, like a live topic, up to
+    the number :meth:`allow` last allowed (so each run of the worker has records streaming in while it works)."""
+
+    def __init__(self, bootstrap: str, topic: str, batch: int = 10, pause_s: float = 0.2) -> None:
+        super().__init__(name=f"stream-{topic}", daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        self.topic, self.batch, self.pause_s = topic, batch, pause_s
+        self.allowed = self.produced = 0
+        self.changed = threading.Condition()
+        self.stopped = False
+
+    def allow(self, count: int) -> None:
+        with self.changed:
+            self.allowed = count
+            self.changed.notify_all()
+
+    def stop(self) -> None:
+        with self.changed:
+            self.stopped = True
+            self.changed.notify_all()
+
+    def run(self) -> None:
+        while True:
+            with self.changed:
+                self.changed.wait_for(lambda: self.stopped or self.produced < self.allowed)
+                if self.stopped:
+                    return
+                end = min(self.produced + self.batch, self.allowed)
+            for n in range(self.produced, end):
+                value = json.dumps({"id": n, "pad": "x" * 40}).encode()
+                self.producer.produce(self.topic, value, str(n).encode(), partition=n % PARTITIONS)
+            self.producer.flush(30)
+            self.produced = end
+            with self.changed:  # the stream's pace, not a wait for anything to happen
+                self.changed.wait_for(lambda: self.stopped, self.pause_s)
+
+
+def children(pid: int) -> list[int]:
+    """The pids whose parent is ``pid`` (the worker's JVM)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def gone(pids: list[int]) -> bool:
+    return not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+
+
+def progress(table: Path, table_format: str) -> int:
+    """How many writes the table has committed (manifests, or Delta commits), read from its files only."""
+    directory = table / ("_headwater/manifests" if table_format == "parquet" else "_delta_log")
+    return len(list(directory.glob("[0-9]*.json"))) if directory.is_dir() else 0
+
+
+@pytest.fixture
+def stream_topic(kafka_bootstrap: str, unique_name: str) -> str:
+    KafkaInspector(kafka_bootstrap).create_topic(unique_name, PARTITIONS)
+    return unique_name
+
+
+@pytest.fixture
+def worker_process(tmp_path: Path, kafka_bootstrap: str, stream_topic: str) -> Iterator[WorkerProcess]:
+    worker = WorkerProcess(
+        tmp_path / "worker",
+        {
+            "bootstrap.servers": kafka_bootstrap,
+            "key.converter": "bytes",
+            "value.converter": "bytes",
+            "offset.flush.interval.ms": 1000,
+            "consumer.session.timeout.ms": 6000,
+            "consumer.heartbeat.interval.ms": 500,
+        },
+        {},
+    )
+    yield worker
+    worker.close()
+
+
+@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+def test_sigkill_at_random_points_loses_and_repeats_no_record(
+    worker_process: WorkerProcess,
+    kafka_bootstrap: str,
+    stream_topic: str,
+    tmp_path: Path,
+    read_rows: Any,
+    table_format: str,
+) -> None:
+    records, kills = 2400, 3  # 600 records per run of the worker, at 50 per second
+    table = tmp_path / "table"
+    worker_process.connectors[stream_topic] = {
+        "connector.class": "spark-sink",
+        "topics": stream_topic,
+        "table.path": str(table),
+        "table.format": table_format,
+        "flush.max.records": 200,
+        "flush.interval.ms": 2000,
+        "spark.driver.memory": "512m",
+    }
+    seed = int.from_bytes(os.urandom(4), "big")
+    chance = random.Random(seed)
+    stream = Stream(kafka_bootstrap, stream_topic)
+    stream.start()
+    phase = records // (kills + 1)
+    mid_stream = 0
+    try:
+        worker_process.start()
+        for kill in range(kills):
+            worker_process.wait_for_log(f"opened {PARTITIONS} partitions", TIMEOUT_S)
+            for allowed in (phase * kill + 100, phase * (kill + 1)):  # a first write (a cold JVM's is slow), then
+                seen = progress(table, table_format)  # records stream in while this run consumes and writes
+                stream.allow(allowed)
+                worker_process.wait_until(
+                    lambda seen=seen: progress(table, table_format) > seen, TIMEOUT_S, f"a write before kill {kill}"
+                )
+            delay = chance.uniform(0.0, 2.0)
+            time.sleep(delay)  # the random point of the kill, not a wait for a condition
+            jvm = children(worker_process.pid or 0)
+            mid_stream += stream.produced < stream.allowed
+            written = progress(table, table_format)
+            log.info(
+                "kill %d %.2f s after a write: seed %d, %d writes, %d produced",
+                kill,
+                delay,
+                seed,
+                written,
+                stream.produced,
+            )
+            assert worker_process.kill() == -9
+            worker_process.wait_until(lambda jvm=jvm: gone(jvm), 30, "the killed worker's JVM to exit", allow_exit=True)
+            worker_process.start()
+        stream.allow(records)
+
+        def complete() -> bool:
+            return stream.produced == records and len(read_rows(table, table_format)) >= records
+
+        worker_process.wait_until(complete, TIMEOUT_S, f"{records} rows in the table", interval=1.0)
+        assert worker_process.terminate() == 0
+    finally:
+        stream.stop()
+    log.info("%d of %d kills while records were streaming in", mid_stream, kills)
+    rows = read_rows(table, table_format)
+    where = Counter((row["kafka_partition"], row["kafka_offset"]) for row in rows)
+    assert [key for key, count in where.items() if count > 1] == [], f"repeated records (seed {seed})"
+    assert sorted(row["id"] for row in rows) == list(range(records)), f"lost records (seed {seed})"
+    assert worker_process.starts == kills + 1

@@ -1,0 +1,201 @@
+"""The Spark sink task in the simulated worker (the runtime's own loops, virtual clock) writing real tables through
+the test process's SparkSession: the flush policy, what pre_commit commits, the rewind from the table, and records
+that do not fit the schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from headwater.harness.simulated import SimulatedWorker
+from headwater.reference_connectors.spark_sink import SparkSinkConnector, SparkSinkTask
+from headwater.runtime.tasks.base import State
+from headwater.sdk import TopicPartition
+
+pytestmark = pytest.mark.spark
+
+MakeWorker = Callable[..., SimulatedWorker]
+BYTES = {"key.converter": "bytes", "value.converter": "bytes"}
+
+
+@pytest.fixture
+def make(make_simulated_worker: MakeWorker, spark: SparkSession) -> MakeWorker:
+    """A simulated worker with the bytes converters (worker settings as keyword arguments, ``_`` for ``.``)."""
+
+    def make_worker(partitions: int = 2, **props: Any) -> SimulatedWorker:
+        config = {**BYTES, **{k.replace("_", "."): v for k, v in props.items()}}
+        return make_simulated_worker(config, partitions=partitions)
+
+    return make_worker
+
+
+def add_sink(worker: SimulatedWorker, name: str, table: Path, **props: Any) -> None:
+    worker.add_connector(name, SparkSinkConnector, {"topics": "t", "table.path": str(table)}, **props)
+
+
+def produce(worker: SimulatedWorker, ids: range, partitions: int = 2) -> None:
+    for n in ids:
+        worker.produce("t", {"id": n, "name": f"n{n}"}, key=f"k{n}".encode(), partition=n % partitions)
+
+
+def sink_task(worker: SimulatedWorker, name: str = "sink", n: int = 0) -> SparkSinkTask:
+    task = worker.sink_task(name, n).task
+    assert isinstance(task, SparkSinkTask)
+    return task
+
+
+def wait_written(worker: SimulatedWorker, rows: int, name: str = "sink", tasks: int = 1) -> None:
+    """Run the worker until the connector's tasks have written ``rows`` rows; fail at once if one fails."""
+
+    def written() -> bool:
+        found = 0
+        for n in range(tasks):
+            if worker.task_state(name, n) is State.FAILED:
+                raise AssertionError(f"task {name}-{n} failed: {worker.sink_task(name, n).failure!r}")
+            writer = sink_task(worker, name, n).writer
+            found += writer.rows if writer is not None else 0
+        return found >= rows
+
+    worker.run_until(written, what=f"{rows} rows written by {name}")
+
+
+def ids(rows: list[dict[str, Any]]) -> list[int]:
+    return sorted(row["id"] for row in rows)
+
+
+def test_a_size_flush_writes_then_requests_the_commit_of_exactly_what_it_wrote(
+    make: MakeWorker, tmp_path: Path, read_rows: Any
+) -> None:
+    worker = make(consumer_max_poll_records=4, offset_flush_interval_ms=60_000)
+    produce(worker, range(12))
+    add_sink(worker, "sink", tmp_path / "t", flush_max_records=5, flush_interval_ms=600_000)
+    wait_written(worker, 8)
+
+    worker.advance(50)  # a few passes: the requested commit, not the 60 s interval
+    written = {TopicPartition("t", 0): 4, TopicPartition("t", 1): 4}
+    assert worker.group_offsets("sink") == written
+    assert sink_task(worker).buffer.records == 4  # the third put's records: buffered, not committed
+    worker.advance(61_000)  # a periodic commit does not flush a buffer that is not due
+    assert worker.group_offsets("sink") == written
+    assert ids(read_rows(tmp_path / "t", "parquet")) == list(range(8))
+    assert sink_task(worker).flushes == {"records": 1, "bytes": 0, "time": 0}
+
+
+def test_a_buffer_is_flushed_once_its_oldest_record_has_waited_the_interval(
+    make: MakeWorker, tmp_path: Path, read_rows: Any
+) -> None:
+    worker = make(offset_flush_interval_ms=60_000)
+    add_sink(worker, "sink", tmp_path / "t", flush_interval_ms=5_000)
+    worker.advance(100)
+    produce(worker, range(3))
+    worker.run_until(lambda: sink_task(worker).buffer.records == 3, what="the records buffered")
+    buffered_at = worker.clock.now_ms()
+    worker.advance(4_990)
+    assert read_rows(tmp_path / "t", "parquet") == []
+    worker.advance(10)
+    assert worker.clock.now_ms() - buffered_at == 5_000
+    assert ids(read_rows(tmp_path / "t", "parquet")) == [0, 1, 2]
+    worker.advance(50)
+    assert worker.group_offsets("sink") == {TopicPartition("t", 0): 2, TopicPartition("t", 1): 1}
+    assert sink_task(worker).flushes["time"] == 1
+
+
+def test_a_byte_limit_flushes(make: MakeWorker, tmp_path: Path, read_rows: Any) -> None:
+    worker = make(consumer_max_poll_records=1)
+    produce(worker, range(10))
+    size = len(json.dumps({"id": 0, "name": "n0"}, separators=(",", ":"))) + len("k0")
+    add_sink(worker, "sink", tmp_path / "t", flush_max_bytes=3 * size)
+    worker.run_until(lambda: sink_task(worker).flushes["bytes"] == 3, what="three byte-triggered flushes")
+    assert ids(read_rows(tmp_path / "t", "parquet")) == list(range(9))
+
+
+@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+def test_a_task_resumes_after_the_last_offset_in_the_table_not_where_its_group_is(
+    make: MakeWorker, tmp_path: Path, read_rows: Any, table_format: str
+) -> None:
+    table = tmp_path / "t"
+    worker = make()
+    produce(worker, range(6))
+    add_sink(worker, "first", table, table_format=table_format, table_app_id="ingest", flush_max_records=6)
+    wait_written(worker, 6, "first")
+    worker.delete_connector("first")
+
+    produce(worker, range(6, 10))
+    # a new group starts from the beginning of the topic: the table, not the group, says where to resume
+    add_sink(worker, "second", table, table_format=table_format, table_app_id="ingest", flush_max_records=4)
+    wait_written(worker, 4, "second")
+    worker.advance(50)
+    rows = read_rows(table, table_format)
+    assert ids(rows) == list(range(10))
+    assert [(r["kafka_partition"], r["kafka_offset"]) for r in rows] == [(0, o) for o in range(5)] + [
+        (1, o) for o in range(5)
+    ]
+    assert worker.group_offsets("second") == {TopicPartition("t", 0): 5, TopicPartition("t", 1): 5}
+
+
+def test_a_record_that_does_not_fit_fails_the_task_naming_where_it_is(make: MakeWorker, tmp_path: Path) -> None:
+    worker = make(partitions=1)
+    produce(worker, range(3), partitions=1)
+    worker.produce("t", b'{"id": "three"}', partition=0)
+    add_sink(worker, "sink", tmp_path / "t", value_schema="id BIGINT", flush_max_records=4)
+    worker.run_until(lambda: worker.task_state("sink") is State.FAILED, what="the task failing")
+    failure = str(worker.sink_task("sink").failure)
+    assert "topic 't' partition 0 offset 3 does not fit" in failure
+    assert "changed from number to string" in failure
+    assert worker.group_offsets("sink") == {}
+    assert not (tmp_path / "t" / "_headwater" / "manifests").exists() or not any(
+        (tmp_path / "t" / "_headwater" / "manifests").glob("*.json")
+    )
+
+
+def test_with_errors_tolerance_all_misfits_are_skipped_and_their_offsets_pass(
+    make: MakeWorker, tmp_path: Path, read_rows: Any
+) -> None:
+    worker = make(partitions=1)
+    worker.produce("t", b"not json", partition=0)
+    produce(worker, range(2), partitions=1)
+    worker.produce("t", None, partition=0)
+    add_sink(worker, "sink", tmp_path / "t", errors_tolerance="all", flush_max_records=4)
+    worker.run_until(lambda: worker.group_offsets("sink") == {TopicPartition("t", 0): 4}, what="the commit")
+    assert ids(read_rows(tmp_path / "t", "parquet")) == [0, 1]
+    assert sink_task(worker).writer is not None and sink_task(worker).writer.rejected == 2  # type: ignore[union-attr]
+
+
+def test_json_converter_values_a_configured_schema_metadata_columns_and_partitioning(
+    make_simulated_worker: MakeWorker, spark: SparkSession, tmp_path: Path, read_rows: Any
+) -> None:
+    worker = make_simulated_worker({"key.converter": "string"}, partitions=2)  # JSON values: dicts reach put
+    produce(worker, range(4))
+    add_sink(
+        worker,
+        "sink",
+        tmp_path / "t",
+        value_schema="id INT NOT NULL, name STRING",
+        metadata_columns="partition,offset,key",
+        metadata_column_prefix="k_",
+        partition_by="k_partition",
+        flush_max_records=4,
+    )
+    wait_written(worker, 4)
+    assert sorted((tmp_path / "t").glob("k_partition=*")) == [tmp_path / "t" / f"k_partition={p}" for p in (0, 1)]
+    rows = sorted(read_rows(tmp_path / "t", "parquet"), key=lambda row: row["id"])
+    assert rows == [
+        {"id": n, "name": f"n{n}", "k_offset": n // 2, "k_key": f"k{n}", "k_partition": n % 2} for n in range(4)
+    ]
+    frame = spark.read.parquet(str(tmp_path / "t"))  # Spark reads it too, the manifests directory skipped
+    assert frame.count() == 4 and sorted(frame.columns) == ["id", "k_key", "k_offset", "k_partition", "name"]
+
+
+def test_two_tasks_share_the_partitions_and_the_table(make: MakeWorker, tmp_path: Path, read_rows: Any) -> None:
+    worker = make(partitions=2)
+    produce(worker, range(20))
+    add_sink(worker, "sink", tmp_path / "t", tasks_max=2, flush_max_records=10)
+    wait_written(worker, 20, tasks=2)
+    assert ids(read_rows(tmp_path / "t", "parquet")) == list(range(20))
+    writers = [sink_task(worker, "sink", n).writer for n in (0, 1)]
+    assert [(w.writes, w.rows) for w in writers if w is not None] == [(1, 10), (1, 10)]
