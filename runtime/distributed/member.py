@@ -62,6 +62,7 @@ class Member:
     # ---- the groups' decisions -------------------------------------------------------------------------------
 
     def connectors_assigned(self, slots: list[Slot]) -> None:
+        self._read_configs()
         for slot in slots:
             self.connector_slots[slot.topic] = None
             name = self.plan.connectors.get(slot.topic)
@@ -188,6 +189,15 @@ class Member:
             except ConnectError as error:
                 log.error("cannot store the task configs of connector %s: %s", name, error)
 
+    def _read_configs(self) -> None:
+        """Read the config topic to its end before starting what was just assigned, as Connect's workers catch up
+        with the config offset of an assignment: a slot given up by a worker that already read a connector's
+        deletion must not start that connector's task on a worker that has not read it yet."""
+        try:
+            self.configs.refresh()
+        except ConnectError as error:
+            log.error("cannot read the config topic to its end; starting from what was read: %s", error)
+
     def _forget(self, name: str) -> None:
         """After stopping what ran here of a deleted connector: reset its active topics (no task here can write
         them back any more) and forget its statuses."""
@@ -203,6 +213,7 @@ class Member:
         known = [(slot, found) for slot in slots if (found := self.plan.task(slot)) is not None]
         if not known:
             return
+        self._read_configs()
         try:
             self.offsets.refresh()
         except ConnectError as error:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from headwater.harness.monitorable import MonitorableSourceConnector, MonitorableSourceTask, RuntimeHandles
-from headwater.harness.rest_worker import RestWorker, source_config
+from headwater.harness.rest_worker import RestWorker, source_config, wait_until
 from headwater.sdk import SourceTask
 
 pytestmark = pytest.mark.kafka
@@ -123,6 +123,7 @@ def test_restart_only_failed_tasks(rest_worker: RestWorker, unique_name: str, ru
     body = response.json()
     assert body["connector"]["state"] == "RUNNING"
     assert [task["state"] for task in body["tasks"]] == ["RUNNING", "RESTARTING"]
+    wait_until(lambda: starts(runtime_handles, unique_name, 1) == 2, "task 1 started again")  # start() is on its thread
     assert [starts(runtime_handles, unique_name, t) for t in (None, 0, 1)] == [1, 1, 2]
 
 
@@ -130,6 +131,7 @@ def test_restart_one_task(rest_worker: RestWorker, unique_name: str, runtime_han
     rest_worker.create(unique_name, source_config("t", tasks_max=2))
     rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING", "RUNNING"])
     assert rest_worker.http.post(f"/connectors/{unique_name}/tasks/1/restart").status_code == 204
+    wait_until(lambda: starts(runtime_handles, unique_name, 1) == 2, "task 1 started again")  # start() is on its thread
     assert [starts(runtime_handles, unique_name, t) for t in (None, 0, 1)] == [1, 1, 2]
     missing = rest_worker.http.post(f"/connectors/{unique_name}/tasks/5/restart")
     assert missing.status_code == 404
