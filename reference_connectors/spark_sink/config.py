@@ -29,6 +29,7 @@ FLUSH_RECORDS = "flush.max.records"
 FLUSH_BYTES = "flush.max.bytes"
 FLUSH_INTERVAL_MS = "flush.interval.ms"
 WRITE_FILES = "write.max.files"
+WRITE_BACKGROUND = "write.background"
 DLQ_TOPIC = "errors.deadletterqueue.topic.name"
 DLQ_BOOTSTRAP = "errors.deadletterqueue.bootstrap.servers"
 DLQ_HEADERS = "errors.deadletterqueue.context.headers.enable"
@@ -145,6 +146,14 @@ CONFIG_DEF = (
         at_least(0),
     )
     .define(
+        WRITE_BACKGROUND,
+        Type.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Write each flush on a background thread while the next records are buffered (at most one write in "
+        "flight; its offsets are committed once it is in the table); false: put waits for every write.",
+    )
+    .define(
         DLQ_TOPIC,
         Type.STRING,
         "",
@@ -186,6 +195,7 @@ class SinkConfig:
     flush_max_bytes: int
     flush_interval_ms: int
     write_max_files: int
+    write_background: bool
     tolerate_errors: bool
     dlq_topic: str
     dlq_bootstrap_servers: str
@@ -221,6 +231,7 @@ class SinkConfig:
             flush_max_bytes=parsed[FLUSH_BYTES],
             flush_interval_ms=parsed[FLUSH_INTERVAL_MS],
             write_max_files=parsed[WRITE_FILES],
+            write_background=parsed[WRITE_BACKGROUND],
             tolerate_errors=tolerance == "all",
             dlq_topic=dlq_topic,
             dlq_bootstrap_servers=",".join(parsed[DLQ_BOOTSTRAP]),

@@ -13,12 +13,17 @@ and keeps its offsets in the table rather than trusting the consumer group.
   crash interrupted) and rewinds the consumer to just after it with ``context.offset``. So the group's committed
   offsets are only advisory: a crash at any point neither loses nor repeats a row.
 - **close** drops the buffered records of the partitions (they may be lost to another task already).
+- **Background writes** (``write.background``, the default): a flush hands its records to a writer thread and the
+  task goes on buffering, so reading and parsing overlap Spark's write. At most one write is in flight: the next
+  flush waits for it. Its offsets count as written (for ``pre_commit``, with a ``request_commit``) once it is in the
+  table; ``open``, ``close`` and ``stop`` wait for it, so a partition never changes hands mid-write.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from headwater.reference_connectors.spark_sink.buffer import RecordBuffer
 from headwater.reference_connectors.spark_sink.config import SinkConfig
@@ -28,11 +33,17 @@ from headwater.sdk import SinkRecord, SinkTask, TopicPartition, hookimpl
 
 log = logging.getLogger(__name__)
 
+PENDING_CHECK_MS = 50
+"""The poll wait while a background write is in flight: its commit is requested soon after it ends."""
+
 
 class SparkSinkTask(SinkTask):
     writer: TableWriter | None = None
     failure: Exception | None = None
     """A flush that failed in ``pre_commit``, raised by the next ``put``."""
+    executor: ThreadPoolExecutor | None = None
+    pending: Future[dict[TopicPartition, int]] | None = None
+    """The background write in flight: the next offset of each partition it writes."""
 
     def start(self, config: Mapping[str, str]) -> None:
         self.config = SinkConfig.parse(config)
@@ -47,11 +58,14 @@ class SparkSinkTask(SinkTask):
         self.written: dict[TopicPartition, int] = {}
         """Next offset to consume of each assigned partition whose records up to there are in the table."""
         self.flushes = {"records": 0, "bytes": 0, "time": 0}
+        if self.config.write_background:
+            self.executor = ThreadPoolExecutor(1, thread_name_prefix=f"spark-sink-{self.config.app_id}")
         self.writer.start_session()
 
     def open(self, partitions: Collection[TopicPartition]) -> None:
         """Rewind each partition to just after its last offset in the table."""
         assert self.writer is not None
+        self.collect(wait=True)
         self.buffer.drop(partitions)
         found = self.writer.recover(partitions)
         rewind = {tp: offset + 1 for tp, offset in found.items()}
@@ -61,6 +75,7 @@ class SparkSinkTask(SinkTask):
         log.info("%s: opened %d partitions, %d resume from the table: %s", self, len(partitions), len(rewind), rewind)
 
     def close(self, partitions: Collection[TopicPartition]) -> None:
+        self.collect(wait=True)
         self.buffer.drop(partitions)
         for tp in partitions:
             self.written.pop(tp, None)
@@ -68,15 +83,19 @@ class SparkSinkTask(SinkTask):
     def put(self, records: Sequence[SinkRecord]) -> None:
         if self.failure is not None:
             raise self.failure
+        written = self.collect(wait=False)
         now = self.context.clock.now_ms()
         if records:
             self.buffer.add(records, now)
         reason = self._due(now)
         if reason is not None:
-            self.flush_buffer(reason)
-            self.context.request_commit()
+            written = self.flush_buffer(reason) or written
         elif self.buffer.oldest_ms is not None:
             self.context.timeout(max(self.buffer.oldest_ms + self.config.flush_interval_ms - now, 1))
+        if written:
+            self.context.request_commit()
+        if self.pending is not None:
+            self.context.timeout(PENDING_CHECK_MS)
 
     def _due(self, now: int) -> str | None:
         """Why the buffer must be flushed now, or ``None``."""
@@ -91,12 +110,28 @@ class SparkSinkTask(SinkTask):
             return "time"
         return None
 
-    def flush_buffer(self, reason: str) -> None:
-        """Write everything buffered, then count it as written."""
+    def flush_buffer(self, reason: str) -> bool:
+        """Write everything buffered: in the background (after the write in flight ends), else at once. Return
+        whether more offsets now count as written."""
         assert self.writer is not None
+        written = self.collect(wait=True)
         parts = self.buffer.take()
-        self.written.update(self.writer.write(parts))
         self.flushes[reason] += 1
+        if self.executor is not None:
+            self.pending = self.executor.submit(self.writer.write, parts)
+            return written
+        self.written.update(self.writer.write(parts))
+        return True
+
+    def collect(self, wait: bool) -> bool:
+        """Count the background write's offsets as written once it has ended (waiting for it when ``wait``);
+        raises what failed it. Return whether it had ended."""
+        pending = self.pending
+        if pending is None or not (wait or pending.done()):
+            return False
+        self.pending = None
+        self.written.update(pending.result())
+        return True
 
     @hookimpl
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -104,16 +139,26 @@ class SparkSinkTask(SinkTask):
 
         A failed flush is kept for the next ``put`` to raise, failing the task: raising here would make the runtime
         rewind to the group's offsets, which may be behind the table's, and write rows twice."""
-        reason = self._due(self.context.clock.now_ms())
-        if reason is not None and self.failure is None:
+        if self.failure is None:
             try:
-                self.flush_buffer(reason)
+                self.collect(wait=False)
+                reason = self._due(self.context.clock.now_ms())
+                if reason is not None:
+                    self.flush_buffer(reason)
             except Exception as error:
                 log.error("%s: flushing before a commit failed; the task fails at its next put: %s", self, error)
                 self.failure = error
         return {tp: offset for tp, offset in self.written.items() if tp in current_offsets}
 
     def stop(self) -> None:
+        try:
+            self.collect(wait=True)
+        except Exception as error:
+            log.error(
+                "%s: the last background write failed; its records are read again at the next start: %s", self, error
+            )
+        if self.executor is not None:
+            self.executor.shutdown()
         if self.writer is not None and self.writer.dead_letters is not None:
             self.writer.dead_letters.close()
 

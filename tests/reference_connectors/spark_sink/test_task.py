@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from headwater.harness.simulated import SimulatedWorker
 from headwater.reference_connectors.spark_sink import SparkSinkConnector, SparkSinkTask
+from headwater.reference_connectors.spark_sink.parquet_table import ParquetTable
 from headwater.runtime.tasks.base import State
 from headwater.sdk import TopicPartition
 
@@ -35,6 +36,9 @@ def make(make_simulated_worker: MakeWorker, spark: SparkSession) -> MakeWorker:
 
 
 def add_sink(worker: SimulatedWorker, name: str, table: Path, **props: Any) -> None:
+    """Writes in the foreground unless told otherwise: a background write takes real time the virtual clock
+    does not wait for."""
+    props.setdefault("write_background", "false")
     worker.add_connector(name, SparkSinkConnector, {"topics": "t", "table.path": str(table)}, **props)
 
 
@@ -199,3 +203,53 @@ def test_two_tasks_share_the_partitions_and_the_table(make: MakeWorker, tmp_path
     assert ids(read_rows(tmp_path / "t", "parquet")) == list(range(20))
     writers = [sink_task(worker, "sink", n).writer for n in (0, 1)]
     assert [(w.writes, w.rows) for w in writers if w is not None] == [(1, 10), (1, 10)]
+
+
+def test_background_writes_overlap_buffering_and_commit_only_what_is_in_the_table(
+    make: MakeWorker, tmp_path: Path, read_rows: Any
+) -> None:
+    worker = make(consumer_max_poll_records=4, offset_flush_interval_ms=100)
+    produce(worker, range(40))
+    add_sink(worker, "sink", tmp_path / "t", flush_max_records=8, flush_interval_ms=600_000, write_background="true")
+    ahead: list[tuple[TopicPartition, int, int]] = []
+    buffered_during_a_write: list[int] = []
+
+    def everything_committed() -> bool:
+        in_table = {
+            tp: offset + 1 for tp, offset in ParquetTable(str(tmp_path / "t"), "sink", (), 0).last_offsets().items()
+        }
+        committed = worker.group_offsets("sink")
+        ahead.extend(
+            (tp, offset, in_table.get(tp, 0)) for tp, offset in committed.items() if offset > in_table.get(tp, 0)
+        )
+        task = sink_task(worker)
+        if task.pending is not None:
+            buffered_during_a_write.append(task.buffer.records)
+            if task.buffer.records or len(buffered_during_a_write) % 50 == 0:
+                task.pending.result(timeout=120)  # let the real-time write end before the virtual clock runs away
+        return committed == {TopicPartition("t", 0): 20, TopicPartition("t", 1): 20}
+
+    worker.run_until(everything_committed, what="all 40 records committed")
+    assert ahead == [], "a committed offset was ahead of the table"
+    assert any(buffered_during_a_write), "records were buffered while a write was in flight"
+    assert ids(read_rows(tmp_path / "t", "parquet")) == list(range(40))
+    task = sink_task(worker)
+    assert task.flushes["records"] == 5 and task.writer is not None and task.writer.writes == 5
+
+
+def test_a_failed_background_write_fails_the_task_and_commits_nothing(make: MakeWorker, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the table's directory would be")
+    worker = make()
+    produce(worker, range(4))
+    add_sink(worker, "sink", blocker / "t", flush_max_records=4, write_background="true")
+
+    def failed() -> bool:
+        task = sink_task(worker)
+        if task.pending is not None:
+            task.pending.exception(timeout=120)
+        return worker.task_state("sink") is State.FAILED
+
+    worker.run_until(failed, what="the task failing")
+    assert isinstance(worker.sink_task("sink").failure, NotADirectoryError)
+    assert worker.group_offsets("sink") == {}
