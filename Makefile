@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/headwater demo
+	$(BIN)/python -m headwater.harness.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

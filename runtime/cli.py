@@ -9,12 +9,8 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="headwater", description="Kafka Connect for Python.")
-    parser.add_argument(
-        "--log-level", default=None, help="Python logging level (default INFO for the workers, else WARNING)."
-    )
+    parser.add_argument("--log-level", default=None, help="Python logging level (default INFO).")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="Run an end-to-end pipeline on an embedded worker.")
-    demo.add_argument("--seconds", type=float, default=4.0, help="How long the pipeline runs (default 4).")
     standalone = commands.add_parser(
         "standalone",
         help="Run a standalone worker with connectors from files, like connect-standalone; stop with SIGTERM.",
@@ -29,12 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     distributed.add_argument("worker_config", metavar="WORKER_PROPS", help="Worker config: .properties or .json.")
     args = parser.parse_args(argv)
-    level = args.log_level or ("INFO" if args.command in ("standalone", "distributed") else "WARNING")
+    level = args.log_level or "INFO"
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command == "demo":
-        from headwater.runtime.demo import main as demo_main
-
-        return demo_main(args.seconds)
     if args.command == "standalone":
         from headwater.runtime.standalone import main as standalone_main
 

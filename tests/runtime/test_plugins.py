@@ -10,7 +10,7 @@ import pluggy
 import pytest
 
 from headwater.harness import MonitorableSinkConnector, MonitorableSourceConnector
-from headwater.runtime.demo import OrderLogSource
+from headwater.harness.demo import ParquetFileSink
 from headwater.runtime.plugins import implements_hook, installed_connectors, plugin_manager, resolve_connector_class
 from headwater.runtime.worker import Worker
 from headwater.sdk import (
@@ -44,10 +44,10 @@ def test_installed_connectors_come_from_the_entry_point_group() -> None:
         ("MonitorableSourceConnector", MonitorableSourceConnector),
         ("headwater.harness.monitorable:MonitorableSourceConnector", MonitorableSourceConnector),
         ("headwater.harness.monitorable.MonitorableSourceConnector", MonitorableSourceConnector),
-        ("headwater.runtime.demo:OrderLogSource", OrderLogSource),
-        ("headwater.runtime.demo.OrderLogSource", OrderLogSource),
+        ("headwater.harness.demo.sink:ParquetFileSink", ParquetFileSink),
+        ("headwater.harness.demo.sink.ParquetFileSink", ParquetFileSink),
         (MonitorableSinkConnector, MonitorableSinkConnector),
-        (OrderLogSource, OrderLogSource),
+        (ParquetFileSink, ParquetFileSink),
     ],
 )
 def test_resolve_connector_class_accepts(spec: str | type[Connector], expected: type[Connector]) -> None:

@@ -1,0 +1,5 @@
+import sys
+
+from headwater.harness.demo.command import main
+
+sys.exit(main())
