@@ -192,8 +192,13 @@ def logging_config(kafka_version: str) -> tuple[str, str, str]:
 
 
 def cluster_id() -> str:
-    """A random cluster id in the form ``kafka-storage random-uuid`` prints (22 base64url characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A random cluster id in the form ``kafka-storage random-uuid`` prints (22 base64url characters), never one
+    starting with ``-``, which the storage tool's argument parser would take for an option (Kafka's own
+    ``Uuid.randomUuid`` skips those too)."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not found.startswith("-"):
+            return found
 
 
 def free_ports(count: int) -> list[int]:
