@@ -10,10 +10,11 @@ converter).
 
 from __future__ import annotations
 
+import bisect
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from headwater.reference_connectors.jdbc_cdc.envelope import JsonEnvelope
 from headwater.reference_connectors.jdbc_cdc.json_rows import RowEncoder
@@ -27,6 +28,46 @@ _KEY = ord("K")
 _OLD = frozenset({_KEY, ord("O")})
 
 
+class LogOffsets(Sequence[dict[str, Any]]):
+    """The offsets of log-mode events, transaction by transaction, each made when it is asked for (the runtime
+    reads a batch's last one): ``{"lsn": <commit end>, "seq": <event in the transaction>, "flush": <LSN>}``."""
+
+    __slots__ = ("_length", "_starts", "_transactions")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._transactions: list[tuple[int, int, int, int]] = []
+        self._length = 0
+
+    def add(self, end: int, first: int, count: int, previous: int) -> None:
+        """Events ``first`` to ``count - 1`` of the transaction that ended at ``end`` (the one before at
+        ``previous``)."""
+        self._starts.append(self._length)
+        self._transactions.append((end, first, count, previous))
+        self._length += count - first
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"offset {index} of {self._length}")
+        position = bisect.bisect_right(self._starts, index) - 1
+        end, first, count, previous = self._transactions[position]
+        seq = first + index - self._starts[position]
+        return {"lsn": end, "seq": seq, "flush": end if seq == count - 1 else previous}
+
+
 @dataclass
 class ChangeColumns:
     """Change events in stream order, as columns; ``runs`` holds ``(topic, end)``: the events before ``end`` (and
@@ -34,7 +75,7 @@ class ChangeColumns:
 
     values: list[bytes] = field(default_factory=list)
     keys: list[bytes | None] = field(default_factory=list)
-    offsets: list[dict[str, Any]] = field(default_factory=list)
+    offsets: LogOffsets = field(default_factory=LogOffsets)
     timestamps: list[int] = field(default_factory=list)
     runs: list[tuple[str, int]] = field(default_factory=list)
 
@@ -117,18 +158,21 @@ class ColumnWriter:
         capture = self._captures[relid] if relid in self._captures else self._capture(relid)
         if capture is None:
             return
-        image = capture.encoder.image
+        encoder = capture.encoder
         if data[0] == _INSERT:
-            value, key, _ = image(data, 6, self._insert)
+            value, key, _ = encoder.image(data, 6, self._insert)
         else:
             kind, at, before = data[5], 6, b"null"
             if kind in _OLD:
-                before, key, at = image(data, at, b"", capture.identity if kind == _KEY else None)
+                if kind == _KEY:
+                    before, key, at = encoder.general(data, at, b"", capture.identity)
+                else:
+                    before, key, at = encoder.image(data, at, b"")
                 if data[0] == _DELETE:
                     self._add(self._delete + before + b',"after":null', key, capture)
                     return
                 at += 1
-            after, key, _ = image(data, at)
+            after, key, _ = encoder.image(data, at, b"")
             value = self._update + before + b',"after":' + after
         self._add(value, key, capture)
 
@@ -172,7 +216,5 @@ class ColumnWriter:
                     columns.add_run(captured[index - 1].topic, start + index)
             columns.add_run(captured[-1].topic, start + len(captured))
         columns.keys += keys
-        last = count - 1
-        columns.offsets += [{"lsn": end, "seq": seq, "flush": previous} for seq in range(first, last)]
-        columns.offsets.append({"lsn": end, "seq": last, "flush": end})
+        columns.offsets.add(end, first, count, previous)
         columns.timestamps += [ts_ms] * len(values)

@@ -23,6 +23,8 @@ _BOOL = 16
 _JSON_TYPES = frozenset({114, 3802})
 _TIMESTAMP, _TIMESTAMPTZ = 1114, 1184
 _SIGN = frozenset(b"+-")
+_DOT, _E = ord("."), ord("e")
+_TINY = (b"0.0000", b"-0.0000")
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -40,8 +42,13 @@ def json_text(raw: bytes) -> bytes:
 
 def json_number(raw: bytes) -> bytes:
     """A float or numeric: a JSON number as ``float``/``int`` writes it, a string for ``NaN`` and ``Infinity``."""
+    if _DOT in raw and _E not in raw:  # an int, not b".": bytes look a bytes operand up as an int first
+        short = raw.rstrip(b"0")
+        if len(short) <= 16 and not short.startswith(_TINY):
+            # at most 15 digits and at least 1e-4: repr(float(raw)) is the text without its trailing zeros
+            return short + b"0" if short[-1] == _DOT else short
     try:
-        if b"." not in raw and b"e" not in raw:
+        if _DOT not in raw and _E not in raw:
             return b"%d" % int(raw)
         text = repr(float(raw))
     except ValueError:
@@ -60,12 +67,12 @@ def json_document(raw: bytes) -> bytes:
 
 
 def json_timestamp(raw: bytes) -> bytes:
-    return json_text(raw.replace(b" ", b"T", 1))
+    return b'"' + raw.replace(b" ", b"T", 1) + b'"'  # ASCII letters, digits, spaces and +-:./ need no escapes
 
 
 def json_timestamptz(raw: bytes) -> bytes:
     raw = raw.replace(b" ", b"T", 1)
-    return json_text(raw + b":00" if len(raw) > 3 and raw[-3] in _SIGN else raw)
+    return b'"' + raw + b':00"' if len(raw) > 3 and raw[-3] in _SIGN else b'"' + raw + b'"'
 
 
 def json_formatter(type_oid: int) -> Formatter | None:
@@ -98,19 +105,13 @@ class RowEncoder:
         self.formatters = tuple(json_formatter(t) for t in types)
         self.key_names = tuple(encode_basestring(c).encode() + b":" for c in primary_key)
         self.key_columns = tuple(list(columns).index(c) if c in columns else -1 for c in primary_key)
-        self._compiled = self._compile()
-
-    def image(self, data: bytes, at: int, prefix: bytes = b"", include: Sequence[bool] | None = None) -> Image:
-        """The image starting at ``data[at]`` as a JSON object written after ``prefix``; ``include`` picks the
-        columns to write (a replica identity's old image holds only those)."""
-        if include is None:
-            found = self._compiled(data, at, prefix)
-            if found is not None:
-                return found
-        return self.general(data, at, prefix, include)
+        self.image: Callable[[bytes, int, bytes], Image] = self._compile()
+        """``image(data, at, prefix)``: the image starting at ``data[at]`` as a JSON object written after ``prefix``
+        (compiled for this relation's columns; :meth:`general` unless every value is text or NULL)."""
 
     def general(self, data: bytes, at: int, prefix: bytes = b"", include: Sequence[bool] | None = None) -> Image:
-        """:meth:`image` for any TupleData: unchanged TOASTed values, binary values, a subset of columns."""
+        """:attr:`image` for any TupleData (unchanged TOASTed values, binary values); ``include`` picks the columns
+        to write (a replica identity's old image holds only those)."""
         names, formatters = self.names, self.formatters
         count = (data[at] << 8) | data[at + 1]
         at += 2
@@ -142,16 +143,18 @@ class RowEncoder:
         ]
         return b"{" + b",".join(pairs) + b"}"
 
-    def _compile(self) -> Callable[[bytes, int, bytes], Image | None]:
-        """A function for this relation's common image (every value text or NULL); ``None`` for any other."""
+    def _compile(self) -> Callable[[bytes, int, bytes], Image]:
+        """A function for this relation's common image (every value text or NULL) that hands any other image to
+        :meth:`general`."""
         count = len(self.names)
         lines = [
-            "def image(d, a, prefix):",
+            "def image(d, a, prefix, unpack=unpack, esc=esc, general=general):",
+            "    start = a",
             f"    if d[a] != {count >> 8} or d[a + 1] != {count & 0xFF}:",
-            "        return None",
+            "        return general(d, start, prefix)",
             "    a += 2",
         ]
-        namespace: dict[str, object] = {"unpack": _UNPACK_INT32, "esc": encode_basestring}
+        namespace: dict[str, object] = {"unpack": _UNPACK_INT32, "esc": encode_basestring, "general": self.general}
         for index, formatter in enumerate(self.formatters):
             if formatter is None:
                 value = "d[a + 5 : n]"
@@ -170,7 +173,7 @@ class RowEncoder:
                 f"        c{index} = b'null'",
                 "        a += 1",
                 "    else:",
-                "        return None",
+                "        return general(d, start, prefix)",
             ]
         pieces = ["prefix"]
         for index, name in enumerate(self.names):

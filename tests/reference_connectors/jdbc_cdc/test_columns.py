@@ -4,15 +4,16 @@ quotes and backslashes; inserts, updates and deletes under both replica identiti
 
 from __future__ import annotations
 
+import random
 import struct
 from typing import Any
 
 import pytest
 
-from headwater.reference_connectors.jdbc_cdc.columns import ChangeColumns, ColumnWriter
+from headwater.reference_connectors.jdbc_cdc.columns import ChangeColumns, ColumnWriter, LogOffsets
 from headwater.reference_connectors.jdbc_cdc.envelope import Change, Envelope, JsonEnvelope, change_key
-from headwater.reference_connectors.jdbc_cdc.json_rows import RowEncoder, to_json
-from headwater.reference_connectors.jdbc_cdc.pgoutput import Begin, Commit, Decoder, Relation, RowChange
+from headwater.reference_connectors.jdbc_cdc.json_rows import RowEncoder, json_number, to_json
+from headwater.reference_connectors.jdbc_cdc.pgoutput import Begin, Commit, Decoder, Relation, RowChange, converter
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.runtime.converters import JsonConverter
 from headwater.sdk import SourceBatch
@@ -98,18 +99,18 @@ def test_every_type_writes_the_json_the_dict_path_converts_to(type_oid: int) -> 
 
 def test_a_null_or_absent_key_column_writes_a_null_key_and_a_table_without_one_no_key() -> None:
     encoder = RowEncoder(("id", "name"), (23, 25), ("id",))
-    assert encoder.image(tuple_data(None, b"x"), 0)[:2] == (b'{"id":null,"name":"x"}', b'{"id":null}')
-    assert encoder.image(tuple_data("unchanged", b"x"), 0)[:2] == (b'{"name":"x"}', b'{"id":null}')
-    assert RowEncoder(("id",), (23,), ()).image(tuple_data(b"1"), 0)[:2] == (b'{"id":1}', None)
+    assert encoder.image(tuple_data(None, b"x"), 0, b"")[:2] == (b'{"id":null,"name":"x"}', b'{"id":null}')
+    assert encoder.image(tuple_data("unchanged", b"x"), 0, b"")[:2] == (b'{"name":"x"}', b'{"id":null}')
+    assert RowEncoder(("id",), (23,), ()).image(tuple_data(b"1"), 0, b"")[:2] == (b'{"id":1}', None)
 
 
 def test_binary_values_and_a_subset_of_columns_take_the_general_path() -> None:
     encoder = RowEncoder(("id", "name", "note"), (23, 25, 25), ("id",))
-    assert encoder.image(binary_tuple(b"\x01", b"\xff", b"n"), 0)[:2] == (
+    assert encoder.image(binary_tuple(b"\x01", b"\xff", b"n"), 0, b"")[:2] == (
         b'{"id":"01","name":"ff","note":"6e"}',
         b'{"id":"01"}',
     )
-    image = encoder.image(tuple_data(b"3", None, None), 0, b"", (True, False, False))
+    image = encoder.general(tuple_data(b"3", None, None), 0, b"", (True, False, False))
     assert image[:2] == (b'{"id":3}', b'{"id":3}')
 
 
@@ -118,7 +119,7 @@ def test_a_wide_relation_and_odd_column_names() -> None:
     encoder = RowEncoder(names, [23] * 300 + [25, 25], ["c299", 'we"ird\\name'])
     data = tuple_data(*[str(i).encode() for i in range(300)], b"q", b"r")
     expected = {**{f"c{i}": i for i in range(300)}, 'we"ird\\name': "q", "\u00fcml": "r"}
-    assert encoder.image(data, 0) == (to_json(expected), to_json({"c299": 299, 'we"ird\\name': "q"}), len(data))
+    assert encoder.image(data, 0, b"") == (to_json(expected), to_json({"c299": 299, 'we"ird\\name': "q"}), len(data))
 
 
 # ---- whole events: the column writer against the dict path ---------------------------------------------------
@@ -255,3 +256,33 @@ def test_a_transaction_over_several_tables_is_cut_into_runs_of_one_topic() -> No
 @pytest.mark.parametrize("skip_to", [(1000, 2), (1000, 4), (2000, 0), (2000, 6), (999, 0), (5000, 0)])
 def test_after_a_restart_the_events_up_to_the_committed_one_are_left_out(skip_to: tuple[int, int]) -> None:
     assert rows(column_path(STREAM, 5, skip_to)) == dict_path(STREAM, 5, skip_to)
+
+
+def test_numbers_written_from_their_text_match_float_and_int_over_many_shapes() -> None:
+    rng = random.Random(6)
+    texts = [b"0.0", b"-0.0", b"100.00", b"0.0001", b"0.00001", b"-0.00010", b"999999999999999.9", b"1e5"]
+    for _ in range(20_000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 20)))
+        point = rng.randint(0, len(digits))
+        whole, fraction = digits[:point].lstrip("0") or "0", digits[point:]
+        sign = rng.choice(["", "-"])
+        texts.append(f"{sign}{whole}.{fraction}".encode() if fraction else f"{sign}{whole}".encode())
+    for raw in texts:
+        assert json_number(raw) == to_json(converter(1700)(raw.decode())), raw
+
+
+def test_log_offsets_are_made_on_access_like_a_list() -> None:
+    offsets = LogOffsets()
+    offsets.add(1000, 0, 3, 500)
+    offsets.add(2000, 2, 4, 1000)
+    expected = [
+        {"lsn": 1000, "seq": 0, "flush": 500},
+        {"lsn": 1000, "seq": 1, "flush": 500},
+        {"lsn": 1000, "seq": 2, "flush": 1000},
+        {"lsn": 2000, "seq": 2, "flush": 1000},
+        {"lsn": 2000, "seq": 3, "flush": 2000},
+    ]
+    assert len(offsets) == 5 and list(offsets) == expected and offsets[-1] == expected[-1]
+    assert offsets[1:4] == expected[1:4] and offsets[::-2] == expected[::-2]
+    with pytest.raises(IndexError):
+        offsets[5]
