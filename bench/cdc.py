@@ -90,20 +90,22 @@ def raw_read(database: ScratchDatabase, rows: int) -> float:
     return elapsed
 
 
-def wait_acked(task: WorkerSourceTask, count: int, samples: list[tuple[float, int]]) -> None:
+def wait_acked(task: WorkerSourceTask, count: int, samples: list[tuple[float, int, int]]) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while (acked := task.records_acked) < count:
-        samples.append((time.monotonic(), acked))
+        samples.append((time.monotonic(), task.records_sent, acked))
         if time.monotonic() > deadline:
             raise SystemExit(f"the connector acknowledged {acked} of {count} records in {TIMEOUT_S} s")
         time.sleep(SAMPLE_S)
-    samples.append((time.monotonic(), task.records_acked))
+    samples.append((time.monotonic(), task.records_sent, task.records_acked))
 
 
-def span_rate(samples: list[tuple[float, int]], count: int) -> float:
-    first = next((t, n) for t, n in samples if n > 0)
-    last = next((t, n) for t, n in samples if n >= count)
-    return (last[1] - first[1]) / max(last[0] - first[0], 1e-9)
+def span_rate(samples: list[tuple[float, int, int]], count: int) -> float:
+    """Records after the first sent ones over the time from the first sample with records sent to the first with
+    every record acknowledged (a SourceBatch counts as acknowledged only once all of its records are)."""
+    start, sent = next((t, sent) for t, sent, _ in samples if sent > 0)
+    end = next(t for t, _, acked in samples if acked >= count)
+    return (count - sent) / max(end - start, 1e-9)
 
 
 def steady_writer(database: ScratchDatabase, first: int, rate: int, seconds: float) -> int:
@@ -179,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                 "slot.name": "bench_cdc",
                 "publication.name": "bench_cdc",
                 "batch.max.rows": 5000,
+                "key.converter": "bytes",
+                "value.converter": "bytes",
+                "header.converter": "bytes",
             },
         )
         deadline = time.monotonic() + TIMEOUT_S
@@ -188,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(SAMPLE_S)
         task = next(iter(worker.tasks.values()))
         assert isinstance(task, WorkerSourceTask)
-        samples: list[tuple[float, int]] = []
+        samples: list[tuple[float, int, int]] = []
         wait_acked(task, args.rows, samples)
         rate = span_rate(samples, args.rows)
         print(f"headwater: {args.rows} rows at {rate:.0f} rows/s ({rate / raw_rate:.2f} of raw)")
