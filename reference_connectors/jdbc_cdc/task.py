@@ -22,7 +22,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BYTES_CONVERTERS = frozenset({"bytes", "org.apache.kafka.connect.converters.ByteArrayConverter"})
+BYTES_CONVERTERS = frozenset(
+    {
+        "bytes",
+        "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "headwater.runtime.converters.ByteArrayConverter",
+    }
+)
 """``key.converter``/``value.converter`` names of the pass-through converter: with both in the connector's config,
 the task writes keys and values as JSON bytes itself."""
 

@@ -286,3 +286,18 @@ def test_log_offsets_are_made_on_access_like_a_list() -> None:
     assert offsets[1:4] == expected[1:4] and offsets[::-2] == expected[::-2]
     with pytest.raises(IndexError):
         offsets[5]
+
+
+def test_a_snapshot_or_trigger_mode_record_with_the_bytes_converters_is_the_json_of_the_envelope_record() -> None:
+    envelope = Envelope("shop", "trigger", "db")
+    table = TABLES["public.orders"]
+    event = Change(table, "u", {"id": 3, "item": "\u00e9"}, {"id": 3, "item": 'a"b'}, 1795440207102, change_id=9)
+    expected = envelope.record(event, {"server": "shop"}, {"change_id": 9}, 5)
+    record = JsonEnvelope(envelope).record(event, {"server": "shop"}, {"change_id": 9}, 5)
+    assert record.value == CONVERTER.from_connect(record.topic, None, expected.value)
+    assert record.key == CONVERTER.from_connect(record.topic, None, expected.key) == b'{"id":3}'
+    assert (record.topic, record.source_offset, record.timestamp) == (
+        expected.topic,
+        expected.source_offset,
+        expected.timestamp,
+    )
