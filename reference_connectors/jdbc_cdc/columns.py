@@ -162,24 +162,25 @@ class ColumnWriter:
         if data[0] == _INSERT:
             value, key, _ = encoder.image(data, 6, self._insert)
         else:
-            kind, at, before = data[5], 6, b"null"
-            if kind in _OLD:
-                if kind == _KEY:
-                    before, key, at = encoder.general(data, at, b"", capture.identity)
-                else:
-                    before, key, at = encoder.image(data, at, b"")
-                if data[0] == _DELETE:
-                    self._add(self._delete + before + b',"after":null', key, capture)
-                    return
-                at += 1
-            after, key, _ = encoder.image(data, at, b"")
-            value = self._update + before + b',"after":' + after
-        self._add(value, key, capture)
-
-    def _add(self, value: bytes, key: bytes | None, capture: _Capture) -> None:
+            value, key = self._update_or_delete(data, encoder, capture.identity)
         self._values.append(value)
         self._keys.append(key)
         self._captured.append(capture)
+
+    def _update_or_delete(
+        self, data: bytes, encoder: RowEncoder, identity: Sequence[bool]
+    ) -> tuple[bytes, bytes | None]:
+        kind, at, before = data[5], 6, b"null"
+        if kind in _OLD:
+            if kind == _KEY:
+                before, key, at = encoder.general(data, at, b"", identity)
+            else:
+                before, key, at = encoder.image(data, at, b"")
+            if data[0] == _DELETE:
+                return self._delete + before + b',"after":null', key
+            at += 1
+        after, key, _ = encoder.image(data, at, b"")
+        return self._update + before + b',"after":' + after, key
 
     def commit(
         self,
