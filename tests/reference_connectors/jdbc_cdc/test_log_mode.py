@@ -219,7 +219,9 @@ def test_with_the_bytes_converters_the_task_writes_the_bytes_the_json_converter_
         "ts timestamp, tz timestamptz, big text)"
     )
     worker = make_simulated_worker({"offset.flush.interval.ms": 100})
-    for name, extra in (("json", {}), ("bytes", BYTES)):
+    # without header.converter=bytes the worker converts the batch record by record: the same bytes again
+    no_header = {"key.converter": "bytes", "value.converter": "bytes"}
+    for name, extra in (("json", {}), ("bytes", no_header)):
         config = log_config(database, f"{prefix}-{name}", snapshot_mode="never", table_include_list="public.kinds")
         worker.add_connector(f"cdc-{name}", JdbcCdcSourceConnector, {**config, **extra})
     worker.advance(50)
