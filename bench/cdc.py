@@ -22,10 +22,11 @@ any row is written: ``bench_raw`` and the connector's ``bench_cdc``.
   message). Both clocks are this machine's.
 
 Last line: ``events_per_s=<connector rows/s> p99_ms=<p99 latency> vs_raw=<connector rate / raw rate>``; the target
-is vs_raw >= 0.8, met on a 2-core machine: ``events_per_s=113840 p99_ms=14 vs_raw=0.85`` (with the JSON converter
-and one dict per event it was ``events_per_s=33635 p99_ms=19 vs_raw=0.26``). The ratio moves with other load on
-the machine: the connector's side shares the CPU with the broker as well as the walsender. Debezium is not run
-(the issue's stretch goal). Run it with::
+is vs_raw >= 0.8, met on a 2-core machine with little else running: ``events_per_s=102443 p99_ms=18 vs_raw=0.87``
+(with the JSON converter and one dict per event it was ``events_per_s=33635 p99_ms=19 vs_raw=0.26``). The
+connector's side needs about twice the CPU per row of the raw side (its thread, librdkafka and the broker beside the
+walsender), so other load on the machine lowers the ratio (0.43 to 0.76 with other jobs taking a core). Debezium is
+not run (the issue's stretch goal). Run it with::
 
     python bench/cdc.py [--rows 100000] [--tx-rows 1000] [--steady-rate 2000] [--steady-s 10]
         [--kafka-bootstrap HOST:PORT]
