@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.reference_connectors.jdbc_cdc.json_rows import to_json
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.sdk import SourceOffset, SourcePartition, SourceRecord
 
@@ -104,3 +105,45 @@ class Envelope:
             change_key(change),
             timestamp=change.ts_ms if change.ts_ms is not None else now_ms,
         )
+
+
+class JsonEnvelope:
+    """The events of :class:`Envelope` as the JSON bytes the worker's JSON converter (``schemas.enable=false``)
+    writes for them, put together from pieces made once per table: what a task sends with the ``bytes`` converters.
+
+    A log-mode event is ``heads[op] + images + source(...)``: :attr:`heads` per operation, the before and after
+    images as JSON (``before`` then ``,"after":`` for updates and deletes), and :meth:`source` per transaction."""
+
+    def __init__(self, envelope: Envelope) -> None:
+        self.envelope = envelope
+        self.heads = {
+            "c": b'{"op":"c","before":null,"after":',
+            "u": b'{"op":"u","before":',
+            "d": b'{"op":"d","before":',
+        }
+        self._sources: dict[str, bytes] = {}
+
+    def source(self, table: CapturedTable, lsn: int, txid: int | None, ts_ms: int, now_ms: int) -> bytes:
+        """``,"source":{...},"ts_ms":<now_ms>}``: the end of a log-mode event of ``table`` (not a snapshot)."""
+        head = self._sources.get(table.qualified)
+        if head is None:
+            envelope = self.envelope
+            fields = {
+                "connector": CONNECTOR,
+                "name": envelope.prefix,
+                "mode": envelope.mode,
+                "db": envelope.database,
+                "schema": table.schema,
+                "table": table.name,
+                "change_id": None,
+            }
+            head = self._sources[table.qualified] = b',"source":' + to_json(fields)[:-1] + b',"lsn":'
+        txid_json = b"null" if txid is None else b"%d" % txid
+        return head + b'%d,"txid":%s,"snapshot":false,"ts_ms":%d},"ts_ms":%d}' % (lsn, txid_json, ts_ms, now_ms)
+
+    def record(self, change: Change, partition: SourcePartition, offset: SourceOffset, now_ms: int) -> SourceRecord:
+        """:meth:`Envelope.record` with its key and value as JSON bytes."""
+        record = self.envelope.record(change, partition, offset, now_ms)
+        record.value = to_json(record.value)
+        record.key = None if record.key is None else to_json(record.key)
+        return record

@@ -21,17 +21,27 @@ from __future__ import annotations
 
 import logging
 import select
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psycopg2
 import psycopg2.extras
 from sqlalchemy import Connection, Engine
 
+from headwater.reference_connectors.jdbc_cdc.columns import ChangeColumns, ColumnWriter
 from headwater.reference_connectors.jdbc_cdc.config import CdcConfig
-from headwater.reference_connectors.jdbc_cdc.envelope import Change
-from headwater.reference_connectors.jdbc_cdc.pgoutput import Begin, Commit, Decoder, RowChange, format_lsn, parse_lsn
+from headwater.reference_connectors.jdbc_cdc.envelope import Change, JsonEnvelope
+from headwater.reference_connectors.jdbc_cdc.pgoutput import (
+    Begin,
+    Commit,
+    Decoder,
+    Relation,
+    RowChange,
+    format_lsn,
+    parse_lsn,
+)
 from headwater.reference_connectors.jdbc_cdc.postgres import PostgresDialect
 from headwater.reference_connectors.jdbc_cdc.snapshot import Snapshot
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
@@ -42,6 +52,7 @@ log = logging.getLogger(__name__)
 
 SLOT_RELEASE_TIMEOUT_S = 30.0
 MARKER = "SELECT pg_logical_emit_message(true, 'headwater-cdc', '')"
+_ROW_CHANGES = frozenset(b"IUD")
 Offset = dict[str, Any]
 
 
@@ -140,6 +151,7 @@ class LogStream:
         self.dialect = PostgresDialect(engine, cdc.audit_table)
         self.tables = {t.qualified: t for t in tables}
         self.decoder = Decoder()
+        self.writer: ColumnWriter | None = None
         self.snapshot: Snapshot | None = None
         with autocommit(engine) as connection:
             check_server(connection)
@@ -214,6 +226,56 @@ class LogStream:
             waited = True
         return found
 
+    @property
+    def snapshotting(self) -> bool:
+        return self.snapshot is not None
+
+    def read_columns(
+        self, limit: int, wait_s: float, envelope: JsonEnvelope, clock: Callable[[], int]
+    ) -> ChangeColumns:
+        """:meth:`read` as columns of JSON bytes (the events ``envelope`` writes), once the snapshot is read;
+        ``clock`` gives the events' ``ts_ms``, once per transaction."""
+        assert self.snapshot is None, "the snapshot is read with read()"
+        writer = self.writer
+        if writer is None:
+            writer = self.writer = ColumnWriter(self.decoder, self.tables, envelope)
+        columns = ChangeColumns()
+        read, decode, change, values = self.cursor.read_message, self.decoder.decode, writer.change, columns.values
+        waited = False
+        while len(values) < limit:
+            message = read()
+            if message is not None:
+                payload = message.payload
+                if payload[0] in _ROW_CHANGES:
+                    change(payload)
+                    continue
+                decoded = decode(payload)
+                if isinstance(decoded, Commit):
+                    self._commit(decoded, writer, columns, clock)
+                elif isinstance(decoded, Begin):
+                    self.begin = decoded
+                    writer.begin()
+                elif isinstance(decoded, Relation):
+                    writer.relation(decoded)
+                continue
+            if not writer.pending and not self.transaction:
+                self.idle_lsn = max(self.idle_lsn, int(self.cursor.wal_end))
+            if values or waited or wait_s <= 0:
+                break
+            select.select([self.replication], [], [], wait_s)
+            waited = True
+        return columns
+
+    def _commit(self, commit: Commit, writer: ColumnWriter, columns: ChangeColumns, clock: Callable[[], int]) -> None:
+        end, (skip_lsn, skip_seq) = commit.end_lsn, self.skip_to
+        first = 0 if end > skip_lsn else skip_seq + 1 if end == skip_lsn else sys.maxsize
+        txid = self.begin.xid if self.begin is not None else None
+        writer.commit(columns, end, self.last_end, first, txid, commit.commit_ms, clock)
+        self.last_end = self.idle_lsn = max(end, self.last_end)
+        if columns.offsets:
+            self.handed = columns.offsets[-1]["lsn"]
+        self.begin = None
+
     def _take(self, message: Any, found: list[tuple[Change, Offset]]) -> None:
         if isinstance(message, RowChange):
             relation = message.relation
@@ -254,7 +316,8 @@ class LogStream:
     def heartbeat_offset(self) -> Offset | None:
         """The server's WAL position, when every change before it has been handed on and it is past the last
         offset handed on (other tables or databases wrote WAL)."""
-        if self.snapshot is not None or self.transaction or (self.handed is not None and self.idle_lsn <= self.handed):
+        pending = self.transaction or (self.writer is not None and self.writer.pending)
+        if self.snapshot is not None or pending or (self.handed is not None and self.idle_lsn <= self.handed):
             return None
         self.handed = self.idle_lsn
         return {"lsn": self.idle_lsn, "seq": -1, "flush": self.idle_lsn}

@@ -5,17 +5,32 @@ what is committed (purge the audit table, or move the slot) only from the commit
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from headwater.reference_connectors.jdbc_cdc.config import LOG, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.database import database_name, make_engine
-from headwater.reference_connectors.jdbc_cdc.envelope import CONNECTOR, Change, Envelope
+from headwater.reference_connectors.jdbc_cdc.envelope import CONNECTOR, Change, Envelope, JsonEnvelope
+from headwater.reference_connectors.jdbc_cdc.json_rows import to_json
 from headwater.reference_connectors.jdbc_cdc.tables import discover
 from headwater.reference_connectors.jdbc_cdc.trigger import TriggerStream
-from headwater.sdk import SourceOffset, SourcePartition, SourceRecord, SourceTask, hookimpl
+from headwater.sdk import SourceBatch, SourceOffset, SourcePartition, SourceRecord, SourceTask, hookimpl
+
+if TYPE_CHECKING:
+    from headwater.reference_connectors.jdbc_cdc.logical import LogStream
 
 log = logging.getLogger(__name__)
+
+BYTES_CONVERTERS = frozenset(
+    {
+        "bytes",
+        "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "headwater.runtime.converters.ByteArrayConverter",
+    }
+)
+"""``key.converter``/``value.converter`` names of the pass-through converter: with both in the connector's config,
+the task writes keys and values as JSON bytes itself."""
 
 
 class ChangeStream(Protocol):
@@ -37,8 +52,15 @@ def source_partition(topic_prefix: str) -> dict[str, str]:
     return {"server": topic_prefix}
 
 
+def writes_bytes(config: Mapping[str, Any]) -> bool:
+    """Whether the connector's config sets the pass-through converter for keys and values."""
+    return config.get("key.converter") in BYTES_CONVERTERS and config.get("value.converter") in BYTES_CONVERTERS
+
+
 class JdbcCdcSourceTask(SourceTask):
     stream: ChangeStream | None = None
+    log: LogStream | None = None
+    """The stream again, in log mode."""
 
     def start(self, config: Mapping[str, str]) -> None:
         self.cdc = CdcConfig.parse(config)
@@ -47,10 +69,12 @@ class JdbcCdcSourceTask(SourceTask):
         tables = discover(self.engine, self.cdc.include, self.cdc.exclude, internal=[self.cdc.audit_table])
         stored = self.context.offset_storage_reader.offset(self.partition)
         self.envelope = Envelope(self.cdc.topic_prefix, self.cdc.mode, database_name(self.engine))
+        self.json = JsonEnvelope(self.envelope) if writes_bytes(config) else None
+        self.batches: deque[SourceBatch] = deque()
         if self.cdc.mode == LOG:
             from headwater.reference_connectors.jdbc_cdc.logical import LogStream
 
-            self.stream = LogStream(self.engine, self.cdc, tables, stored)
+            self.stream = self.log = LogStream(self.engine, self.cdc, tables, stored)
         else:
             self.stream = TriggerStream(
                 self.engine, self.cdc.audit_table, tables, stored, self.cdc.snapshot, self.cdc.name
@@ -61,12 +85,24 @@ class JdbcCdcSourceTask(SourceTask):
         )
 
     def poll(self) -> Sequence[SourceRecord] | None:
-        assert self.stream is not None
-        changes = self.stream.read(self.cdc.batch_max_rows, self.cdc.poll_interval_ms / 1000)
+        """The next changes as records; with the ``bytes`` converters, keys and values are JSON bytes, and log mode
+        returns them as a :class:`~headwater.sdk.SourceBatch` per run of one topic (after the snapshot)."""
+        if self.batches:
+            return self.batches.popleft()
+        stream = self.stream
+        assert stream is not None
+        limit, wait_s = self.cdc.batch_max_rows, self.cdc.poll_interval_ms / 1000
+        if self.json is not None and self.log is not None and not self.log.snapshotting:
+            columns = self.log.read_columns(limit, wait_s, self.json, self.context.clock.now_ms)
+            if not columns.values:
+                return None
+            self.batches.extend(columns.batches(self.partition))
+            return self.batches.popleft()
+        changes = stream.read(limit, wait_s)
         if not changes:
             return None
         now = self.context.clock.now_ms()
-        record, partition = self.envelope.record, self.partition
+        record, partition = (self.envelope if self.json is None else self.json).record, self.partition
         return [record(change, partition, offset, now) for change, offset in changes]
 
     @hookimpl
@@ -74,13 +110,15 @@ class JdbcCdcSourceTask(SourceTask):
         """A record to ``topic`` carrying the stream's newest position when it moved past the last offset handed on
         without a change to send (log mode: WAL written by other tables or databases), so the committed offset, and
         with it the slot or the audit purge, keeps up while the captured tables are idle."""
-        if self.stream is None:
+        if self.stream is None or self.batches:  # events read but not handed on: the stream's position is ahead
             return []
         offset = self.stream.heartbeat_offset()
         if offset is None:
             return []
         key = {"connector": CONNECTOR, "name": self.cdc.name, **self.partition}
         value = {**key, **offset, "ts_ms": self.context.clock.now_ms()}
+        if self.json is not None:
+            return [SourceRecord(self.partition, offset, topic, to_json(value), to_json(key))]
         return [SourceRecord(self.partition, offset, topic, value, key)]
 
     @hookimpl
@@ -93,7 +131,8 @@ class JdbcCdcSourceTask(SourceTask):
                 self.purged += self.stream.committed(offset)
 
     def stop(self) -> None:
-        stream, self.stream = self.stream, None
+        self.batches = deque()
+        stream, self.stream, self.log = self.stream, None, None
         if stream is not None:
             stream.close()
         engine = getattr(self, "engine", None)

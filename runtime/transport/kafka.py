@@ -171,17 +171,19 @@ class KafkaProducer:
         produce = self._producer.produce
         target = -1 if partition is None else partition
         index, end, waited = start, len(values), False
+        # Positional arguments: parsing keywords costs about as much again as the rest of the call. The fifth and
+        # sixth are on_delivery and its alias callback (stubs and C code list them in opposite orders), then timestamp.
         while index < end:
             i = index
             try:
                 if keys is None and timestamps is None:
                     for i in range(index, end):
-                        produce(topic, values[i], None, target, on_delivery=ack)
+                        produce(topic, values[i], None, target, ack, ack)
                 else:
                     for i in range(index, end):
                         key = None if keys is None else keys[i]
                         timestamp = (None if timestamps is None else timestamps[i]) or 0
-                        produce(topic, values[i], key, target, on_delivery=ack, timestamp=timestamp)
+                        produce(topic, values[i], key, target, ack, ack, timestamp)
                 return end
             except BufferError:
                 index = i

@@ -4,6 +4,8 @@ move it while the captured tables are idle, and slot and publication dropped on 
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +23,13 @@ pytestmark = pytest.mark.postgres
 
 Make = Callable[..., SimulatedWorker]
 SLOT = default_object_name("cdc")
+BYTES = {"key.converter": "bytes", "value.converter": "bytes", "header.converter": "bytes"}
+
+
+@pytest.fixture(params=["json", "bytes"])
+def converters(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The worker's JSON converters, or the ``bytes`` ones in the connector's config (the task writes the JSON)."""
+    return BYTES if request.param == "bytes" else {}
 
 
 def log_config(database: ScratchDatabase, prefix: str, **extra: Any) -> dict[str, Any]:
@@ -40,12 +49,14 @@ def confirmed_flush(database: ScratchDatabase) -> int:
 
 
 def test_snapshot_then_changes_in_commit_order_with_full_before_images(
-    make_worker: Make, postgres_database: ScratchDatabase, prefix: str
+    make_worker: Make, postgres_database: ScratchDatabase, prefix: str, converters: dict[str, str]
 ) -> None:
     database = postgres_database
     create_orders(database, (1, "apple", 3), (2, "pear", 1))
     worker = make_worker({"offset.flush.interval.ms": 100})
-    worker.add_connector("cdc", JdbcCdcSourceConnector, log_config(database, prefix, replica_identity_full=True))
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, {**log_config(database, prefix, replica_identity_full=True), **converters}
+    )
     wait_for(worker, f"{prefix}.public.orders", 2)
     database.execute("INSERT INTO orders VALUES (3, 'fig', 7)", "UPDATE orders SET qty = 4 WHERE id = 1")
     database.execute("DELETE FROM orders WHERE id = 2")
@@ -68,11 +79,13 @@ def test_snapshot_then_changes_in_commit_order_with_full_before_images(
 
 
 def test_without_replica_identity_full_a_delete_carries_the_key(
-    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str
+    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str, converters: dict[str, str]
 ) -> None:
     create_orders(postgres_database, (1, "apple", 3))
     worker = make_simulated_worker()
-    worker.add_connector("cdc", JdbcCdcSourceConnector, log_config(postgres_database, prefix, snapshot_mode="never"))
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, {**log_config(postgres_database, prefix, snapshot_mode="never"), **converters}
+    )
     worker.advance(50)
     postgres_database.execute("DELETE FROM orders WHERE id = 1")
     wait_for(worker, f"{prefix}.public.orders", 1)
@@ -80,12 +93,12 @@ def test_without_replica_identity_full_a_delete_carries_the_key(
 
 
 def test_restart_resumes_without_loss_and_the_slot_moves_only_with_committed_offsets(
-    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str
+    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str, converters: dict[str, str]
 ) -> None:
     database = postgres_database
     create_orders(database)
     worker = make_simulated_worker({"offset.flush.interval.ms": 100_000})
-    worker.add_connector("cdc", JdbcCdcSourceConnector, log_config(database, prefix))
+    worker.add_connector("cdc", JdbcCdcSourceConnector, {**log_config(database, prefix), **converters})
     worker.advance(50)
     start = confirmed_flush(database)
     for n in range(1, 4):
@@ -113,12 +126,14 @@ def test_restart_resumes_without_loss_and_the_slot_moves_only_with_committed_off
 
 
 def test_heartbeats_move_the_offset_and_the_slot_while_captured_tables_are_idle(
-    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str
+    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str, converters: dict[str, str]
 ) -> None:
     database = postgres_database
     create_orders(database)
     worker = make_simulated_worker({"offset.flush.interval.ms": 100})
-    worker.add_connector("cdc", JdbcCdcSourceConnector, log_config(database, prefix, heartbeat_interval_ms=100))
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, {**log_config(database, prefix, heartbeat_interval_ms=100), **converters}
+    )
     worker.advance(300)
     before = confirmed_flush(database)
     for n in range(20):
@@ -193,3 +208,43 @@ def test_without_heartbeats_the_slot_stays_at_the_committed_offset_while_other_t
     worker.run_until(lambda: getattr(stream, "last_end", 0) > marker, what="a later message through the stream")
     assert confirmed_flush(database) == before
     assert worker.source_offset("cdc", source_partition(prefix)) is None
+
+
+def test_with_the_bytes_converters_the_task_writes_the_bytes_the_json_converter_writes(
+    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str
+) -> None:
+    database = postgres_database
+    database.execute(
+        "CREATE TABLE kinds (id bigint PRIMARY KEY, t text, n numeric(12, 3), f float8, b boolean, j jsonb, "
+        "ts timestamp, tz timestamptz, big text)"
+    )
+    worker = make_simulated_worker({"offset.flush.interval.ms": 100})
+    # without header.converter=bytes the worker converts the batch record by record: the same bytes again
+    no_header = {"key.converter": "bytes", "value.converter": "bytes"}
+    for name, extra in (("json", {}), ("bytes", no_header)):
+        config = log_config(database, f"{prefix}-{name}", snapshot_mode="never", table_include_list="public.kinds")
+        worker.add_connector(f"cdc-{name}", JdbcCdcSourceConnector, {**config, **extra})
+    worker.advance(50)
+    database.execute(
+        "INSERT INTO kinds VALUES (1, 'h\u00e9llo \"q\" back\\slash \U0001f600', 12.5, 0.1, true, "
+        "'{\"a\": [1, 2.50, \"\\u00e9\"], \"b\": null}', '2026-11-23 12:00', '2026-11-23 12:00+05:30', "
+        "(SELECT string_agg(md5(g::text), '') FROM generate_series(1, 400) g))",
+        "INSERT INTO kinds (id, n, f) VALUES (2, 'NaN', '-Infinity')",
+        "UPDATE kinds SET t = E'tab\\tnew\\nline\\x01' WHERE id = 1",  # big is TOASTed and unchanged
+        "DELETE FROM kinds WHERE id = 2",
+    )
+    topics = {name: f"{prefix}-{name}.public.kinds" for name in ("json", "bytes")}
+    for topic in topics.values():
+        wait_for(worker, topic, 4)
+    sent = {name: worker.messages(topic) for name, topic in topics.items()}
+    assert [m.key for m in sent["bytes"]] == [m.key for m in sent["json"]]
+    assert [m.timestamp for m in sent["bytes"]] == [m.timestamp for m in sent["json"]]
+
+    def comparable(value: bytes | None, name: str) -> bytes:
+        assert value is not None
+        value = value.replace(f'"name":"{prefix}-{name}"'.encode(), b'"name":"-"')
+        return re.sub(rb',"ts_ms":\d+}$', b"}", value)  # when the connector read it
+
+    assert [comparable(m.value, "bytes") for m in sent["bytes"]] == [comparable(m.value, "json") for m in sent["json"]]
+    update = json.loads(sent["bytes"][2].value or b"")
+    assert update["op"] == "u" and update["after"]["t"] == "tab\tnew\nline\x01" and "big" not in update["after"]

@@ -196,7 +196,9 @@ def test_a_full_producer_queue_is_a_retriable_error(transport: KafkaTransport, t
     producer.close()
 
 
-def test_produce_all_queues_what_fits_and_says_where_it_stopped(transport: KafkaTransport, topic: str) -> None:
+def test_produce_all_queues_what_fits_and_says_where_it_stopped(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer]
+) -> None:
     producer = transport.producer({"queue.buffering.max.messages": 3, "linger.ms": 5000})
     reports: list[tuple[object, int]] = []
 
@@ -210,6 +212,13 @@ def test_produce_all_queues_what_fits_and_says_where_it_stopped(transport: Kafka
     assert producer.flush(30_000) == 0
     producer.close()
     assert reports == [(None, i) for i in range(5)]
+    consumer = transport.consumer(None, {})
+    consumers.append(consumer)
+    consumer.assign([TopicPartition(topic, 1)])
+    got = poll_until(consumers, lambda got: len(got) >= 5)
+    assert [(r.key, r.value) for r in got] == [(None, b"v0"), (None, b"v1"), (None, b"v2"), (b"k6", b"v3"),
+                                               (b"k7", b"v4")]  # fmt: skip
+    assert [r.timestamp for r in got[:3]] == [1_000, 1_001, 1_002]
 
 
 def test_consumed_records_are_sink_records_read_from_the_message(
