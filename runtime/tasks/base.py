@@ -209,7 +209,10 @@ class WorkerTask(ABC):
     def _set_state(self, state: State, trace: str | None = None) -> None:
         self.state = state
         if self._listener is not None:
-            self._listener(self.id, state, trace)
+            try:
+                self._listener(self.id, state, trace)
+            except Exception as error:  # a status store whose client is closing: the task thread must not die of it
+                log.error("task %s is %s, but its status could not be recorded: %r", self.id, state.value, error)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id}, state={self.state.value})"

@@ -262,3 +262,20 @@ def test_a_task_that_cannot_be_created_is_failed_not_raised(simulated_worker: Si
     assert simulated_worker.task_state("bad") is State.FAILED
     assert simulated_worker.herder.connector_state("bad") is State.RUNNING
     assert "no client for you" in (simulated_worker.herder.statuses[("bad", 0)][1] or "")
+
+
+def test_a_status_listener_that_raises_does_not_stop_the_task_from_stopping(
+    make_simulated_worker: Make, runtime_handles: RuntimeHandles, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = make_simulated_worker()
+    source(worker, "src")
+    worker.run_until(lambda: worker.task_state("src") is State.RUNNING, what="the task running")
+    task = worker.worker.tasks[TaskId("src", 0)]
+
+    def closing_status_store(id: TaskId, state: State, trace: str | None) -> None:
+        raise RuntimeError("the status store's producer is closed")
+
+    task._listener = closing_status_store
+    worker.delete_connector("src")
+    assert task.state is State.STOPPED and task.stop_delivered is True
+    assert ("stop" in [e for _, e, _ in events(runtime_handles, "src")]) and "could not be recorded" in caplog.text
