@@ -78,16 +78,36 @@ def plugin_manager(instance: Connector | Task, plugins: Sequence[object] | None 
     return manager
 
 
-def installed_connectors() -> dict[str, type[Connector]]:
-    """Connector classes registered under the ``headwater.connectors`` entry-point group, by entry-point name."""
+_reported: set[str] = set()
+"""Entry points whose load failure was logged already (they are looked at on every config check)."""
+
+
+def _connector_entry_points() -> tuple[dict[str, type[Connector]], dict[str, str]]:
+    """The connector classes of the ``headwater.connectors`` entry points that load, and why each other one does
+    not (a reference connector whose extra is not installed, say), by entry-point name."""
     found: dict[str, type[Connector]] = {}
+    broken: dict[str, str] = {}
     for entry in entry_points(group=CONNECTOR_ENTRY_POINT_GROUP):
-        loaded = entry.load()
-        if isinstance(loaded, type) and issubclass(loaded, Connector):
-            found[entry.name] = loaded
+        try:
+            loaded = entry.load()
+        except Exception as error:
+            broken[entry.name] = f"{entry.value} cannot be loaded ({type(error).__name__}: {error})"
         else:
-            log.warning("entry point %s = %s is not a Connector class; ignored", entry.name, entry.value)
-    return found
+            if isinstance(loaded, type) and issubclass(loaded, Connector):
+                found[entry.name] = loaded
+            else:
+                broken[entry.name] = f"{entry.value} is not a Connector class"
+    for name, why in broken.items():
+        if name not in _reported:
+            _reported.add(name)
+            log.warning("connector entry point %s ignored: %s", name, why)
+    return found, broken
+
+
+def installed_connectors() -> dict[str, type[Connector]]:
+    """Connector classes registered under the ``headwater.connectors`` entry-point group, by entry-point name;
+    entry points that cannot be loaded are left out (and logged once)."""
+    return _connector_entry_points()[0]
 
 
 def resolve_connector_class(spec: str | type[Connector], key: str = "connector.class") -> type[Connector]:
@@ -97,9 +117,11 @@ def resolve_connector_class(spec: str | type[Connector], key: str = "connector.c
         if issubclass(spec, Connector):
             return spec
         raise ConfigError(key, spec, "Class is not a Connector")
-    installed = installed_connectors()
+    installed, broken = _connector_entry_points()
     if spec in installed:
         return installed[spec]
+    if spec in broken:
+        raise ConfigError(key, spec, f"Connector {broken[spec]}; is the package or extra it needs installed?")
     for cls in installed.values():
         if spec in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
             return cls

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import pluggy
@@ -11,6 +11,7 @@ import pytest
 
 from headwater.harness import MonitorableSinkConnector, MonitorableSourceConnector
 from headwater.harness.demo import ParquetFileSink
+from headwater.runtime import plugins
 from headwater.runtime.plugins import implements_hook, installed_connectors, plugin_manager, resolve_connector_class
 from headwater.runtime.worker import Worker
 from headwater.sdk import (
@@ -34,6 +35,23 @@ def test_installed_connectors_come_from_the_entry_point_group() -> None:
     installed = installed_connectors()
     assert installed["monitorable-source"] is MonitorableSourceConnector
     assert installed["monitorable-sink"] is MonitorableSinkConnector
+
+
+def test_an_entry_point_that_cannot_load_is_left_out_and_named_when_asked_for(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reference connector whose extra is not installed (jdbc-cdc without SQLAlchemy) must not break the others."""
+    real = entry_points(group=CONNECTOR_ENTRY_POINT_GROUP)
+    broken = EntryPoint("needs-extra", "headwater_no_such_module:Connector", CONNECTOR_ENTRY_POINT_GROUP)
+    monkeypatch.setattr(
+        plugins, "entry_points", lambda group: [*real, broken] if group == CONNECTOR_ENTRY_POINT_GROUP else []
+    )
+    installed = installed_connectors()
+    assert "needs-extra" not in installed and installed["monitorable-source"] is MonitorableSourceConnector
+    assert "No module named 'headwater_no_such_module'" in caplog.text
+    assert resolve_connector_class("monitorable-sink") is MonitorableSinkConnector
+    with pytest.raises(ConfigError, match=r"No module named 'headwater_no_such_module'.*extra it needs installed"):
+        resolve_connector_class("needs-extra")
 
 
 @pytest.mark.parametrize(
