@@ -234,16 +234,25 @@ class KafkaConsumer:
 
     def _on_assign(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
         assigned = _ours(partitions)
-        self._assigning = self._initial_positions(assigned)
+        self._assigning = {}
         try:
+            # Inside the try: an exception escaping a rebalance callback comes back out of confluent-kafka's
+            # consume() as a bare KafkaError, which no ``except Exception`` catches (it killed a task thread).
+            self._assigning = self._initial_positions(assigned)
             if self._listener is not None and assigned:
                 self._listener.on_partitions_assigned(assigned)
         except BaseException as error:  # surfaced after poll returns, like Java's consumer
             self._callback_error = error
         finally:
-            starts = [RdTopicPartition(tp.topic, tp.partition, offset) for tp, offset in self._assigning.items()]
-            self._overrides.update(self._assigning)
+            positions = self._assigning or {}
             self._assigning = None
+            starts = [  # without a position (its lookup failed): librdkafka's committed offset or reset policy
+                RdTopicPartition(tp.topic, tp.partition, positions[tp])
+                if tp in positions
+                else RdTopicPartition(tp.topic, tp.partition)
+                for tp in assigned
+            ]
+            self._overrides.update(positions)
             consumer.incremental_assign(starts)
 
     def _on_revoke(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:

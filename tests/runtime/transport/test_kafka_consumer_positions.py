@@ -47,3 +47,30 @@ def test_other_watermark_errors_are_raised_at_once_as_connect_errors(consumer: A
     with pytest.raises(ConnectError, match="TOPIC_AUTHORIZATION_FAILED"):
         consumer._watermarks(TP)
     assert stand_in.calls == 1
+
+
+class CommittedTimesOut:
+    """A consumer whose committed-offsets lookup times out; records what it was told to assign."""
+
+    def __init__(self) -> None:
+        self.assigned: list[Any] = []
+
+    def committed(self, partitions: Any, timeout: float) -> Any:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get committed offsets: Local: Timed out"))
+
+    def incremental_assign(self, partitions: Any) -> None:
+        self.assigned.extend(partitions)
+
+
+def test_a_failed_position_lookup_in_the_assign_callback_is_raised_by_the_next_poll(consumer: Any) -> None:
+    """It must not escape the callback: confluent-kafka hands such an exception back from consume() as a bare
+    KafkaError, which no ``except Exception`` in a task loop catches."""
+    stand_in = CommittedTimesOut()
+    from confluent_kafka import TopicPartition as RdTopicPartition
+
+    consumer._consumer = stand_in
+    consumer._on_assign(stand_in, [RdTopicPartition("t", 0)])
+    assert [(p.topic, p.partition, p.offset) for p in stand_in.assigned] == [("t", 0, RdTopicPartition("t", 0).offset)]
+    consumer._consumer = type("NoRecords", (), {"consume": lambda self, n, timeout: []})()
+    with pytest.raises(KafkaException, match="Failed to get committed offsets"):
+        consumer.poll(10, 0)
