@@ -66,27 +66,33 @@ class KafkaInspector:
                 "group.id": f"headwater-inspector-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
+                # a fetch position the broker rejects starts over at the first record, not after the last
+                "auto.offset.reset": "earliest",
             }
         )
         try:
-            ends = {}
+            ends, starts = {}, {}
             for partition in partitions:
                 low, high = consumer.get_watermark_offsets(RdTopicPartition(topic, partition), timeout=TIMEOUT_S)
                 if high > low:
-                    ends[partition] = high
-            consumer.assign([RdTopicPartition(topic, p, 0) for p in ends])
+                    ends[partition], starts[partition] = high, low
+            consumer.assign([RdTopicPartition(topic, p, starts[p]) for p in ends])
+            errors: list[str] = []
             found: dict[int, list[Message]] = {p: [] for p in partitions}
             remaining = dict(ends)
             deadline = time.monotonic() + TIMEOUT_S
             while remaining:
                 if time.monotonic() > deadline:
                     read = sum(len(found[p]) for p in partitions)
-                    raise TimeoutError(f"read {read} of the {sum(ends.values())} records of {topic} in {TIMEOUT_S} s")
+                    total = sum(ends[p] - starts[p] for p in ends)
+                    seen = f"; errors: {errors[-3:]}" if errors else ""
+                    raise TimeoutError(f"read {read} of the {total} records of {topic} in {TIMEOUT_S} s{seen}")
                 batch = consumer.consume(500, 1.0)
                 if not batch:
                     continue
                 for item in batch:
                     if item.error() is not None:
+                        errors.append(str(item.error()))
                         continue
                     partition, offset = cast(int, item.partition()), cast(int, item.offset())
                     _kind, stamp = item.timestamp()
