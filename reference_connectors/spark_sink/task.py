@@ -88,14 +88,17 @@ class SparkSinkTask(SinkTask):
         if records:
             self.buffer.add(records, now)
         reason = self._due(now)
+        waits = []
         if reason is not None:
             written = self.flush_buffer(reason) or written
         elif self.buffer.oldest_ms is not None:
-            self.context.timeout(max(self.buffer.oldest_ms + self.config.flush_interval_ms - now, 1))
+            waits.append(max(self.buffer.oldest_ms + self.config.flush_interval_ms - now, 1))
+        if self.pending is not None:
+            waits.append(PENDING_CHECK_MS)
+        if waits:  # the sooner of the buffer's flush time and the next look at the write in flight
+            self.context.timeout(min(waits))
         if written:
             self.context.request_commit()
-        if self.pending is not None:
-            self.context.timeout(PENDING_CHECK_MS)
 
     def _due(self, now: int) -> str | None:
         """Why the buffer must be flushed now, or ``None``."""
