@@ -91,7 +91,10 @@ def _connector_entry_points() -> tuple[dict[str, type[Connector]], dict[str, str
         try:
             loaded = entry.load()
         except Exception as error:
-            broken[entry.name] = f"{entry.value} cannot be loaded ({type(error).__name__}: {error})"
+            broken[entry.name] = (
+                f"{entry.value} cannot be loaded ({type(error).__name__}: {error}); "
+                "is the package or extra it needs installed?"
+            )
         else:
             if isinstance(loaded, type) and issubclass(loaded, Connector):
                 found[entry.name] = loaded
@@ -121,7 +124,7 @@ def resolve_connector_class(spec: str | type[Connector], key: str = "connector.c
     if spec in installed:
         return installed[spec]
     if spec in broken:
-        raise ConfigError(key, spec, f"Connector {broken[spec]}; is the package or extra it needs installed?")
+        raise ConfigError(key, spec, f"Connector {broken[spec]}")
     for cls in installed.values():
         if spec in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
             return cls
