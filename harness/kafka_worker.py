@@ -74,8 +74,8 @@ class KafkaInspector:
             ends, starts = {}, {}
             for partition in partitions:
                 low, high = consumer.get_watermark_offsets(RdTopicPartition(topic, partition), timeout=TIMEOUT_S)
-                if high > low:
-                    ends[partition], starts[partition] = high, low
+                if high > low:  # read from offset 0: an offset before the log start resets to it (earliest)
+                    ends[partition], starts[partition] = high, 0
             consumer.assign([RdTopicPartition(topic, p, starts[p]) for p in ends])
             errors: list[str] = []
             found: dict[int, list[Message]] = {p: [] for p in partitions}
