@@ -152,7 +152,11 @@ def jars_version(jars_dir: Path) -> str:
 
 
 def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
-    """A combined broker and controller on 127.0.0.1, one replica and one partition for every internal topic."""
+    """A combined broker and controller on 127.0.0.1, one replica and one partition for every internal topic.
+
+    Records are kept forever (``log.retention.ms=-1``): time retention goes by the records' own timestamps, so a
+    test that writes fixed timestamps years old would see the broker delete them at its next five-minute
+    retention check, midway through a test run."""
     return f"""\
 process.roles=broker,controller
 node.id=1
@@ -168,6 +172,7 @@ num.network.threads=2
 num.io.threads=4
 auto.create.topics.enable=true
 log.cleaner.backoff.ms=500
+log.retention.ms=-1
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=1
 transaction.state.log.replication.factor=1

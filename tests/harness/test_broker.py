@@ -55,6 +55,7 @@ def test_server_properties_use_a_static_voter_on_loopback(tmp_path: Path) -> Non
     assert props["log.dirs"] == str(tmp_path)
     assert props["auto.create.topics.enable"] == "true"
     assert props["log.cleaner.backoff.ms"] == "500"
+    assert props["log.retention.ms"] == "-1"
     assert props["offsets.topic.replication.factor"] == "1"
     assert "controller.quorum.bootstrap.servers" not in props  # would need format --standalone
 
@@ -142,6 +143,22 @@ def test_produce_and_consume_one_record(broker: LocalKafkaBroker) -> None:
         consumer.close()
     assert message is not None, "no record within 60 s"
     assert (message.key(), message.value()) == (b"k", b"hello")
+
+
+@pytest.mark.kafka
+@pytest.mark.skipif(confluent_kafka is None, reason="pip install confluent-kafka to describe a topic")
+def test_a_new_topic_keeps_records_with_old_timestamps(broker: LocalKafkaBroker) -> None:
+    """Time retention goes by record timestamps; the default seven days would delete test records stamped years
+    ago at the broker's next retention check (a mirror test lost its first 4,000 records that way)."""
+    assert confluent_kafka is not None
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+    topic = f"test-broker-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    described = admin.describe_configs([resource])[resource].result(30)
+    assert described["retention.ms"].value == "-1"
 
 
 @pytest.mark.kafka
