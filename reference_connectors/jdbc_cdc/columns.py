@@ -113,7 +113,9 @@ class _Capture:
     def __init__(self, relation: Relation, table: CapturedTable, topic: str) -> None:
         self.table = table
         self.topic = topic
-        self.encoder = RowEncoder(relation.columns, relation.types, table.primary_key)
+        self.encoder = RowEncoder(
+            relation.columns, relation.types, table.primary_key, relation.decimals, table.qualified
+        )
         self.identity = relation.keys
 
 

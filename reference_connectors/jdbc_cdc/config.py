@@ -24,9 +24,11 @@ PURGE_AUDIT = "audit.purge.committed"
 SLOT_NAME = "slot.name"
 PUBLICATION_NAME = "publication.name"
 REPLICA_IDENTITY_FULL = "replica.identity.full"
+DECIMAL_HANDLING_MODE = "decimal.handling.mode"
 
 TRIGGER, LOG = "trigger", "log"
 INITIAL, NEVER = "initial", "never"
+STRING, DOUBLE = "string", "double"
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _NAME_CHARS = re.compile(r"[^a-z0-9_]+")
@@ -133,6 +135,17 @@ CONFIG_DEF = (
         Importance.LOW,
         "Log mode: set REPLICA IDENTITY FULL on captured tables so updates and deletes carry the whole before image.",
     )
+    .define(
+        DECIMAL_HANDLING_MODE,
+        Type.STRING,
+        STRING,
+        Importance.MEDIUM,
+        "How NUMERIC/DECIMAL column values are written. string: a JSON string with the database's exact text of the "
+        'value (12.500 as "12.500"), no precision lost; double: a JSON number, a float where the value has a '
+        "fraction or an exponent (precision beyond 15-17 digits is lost; a value outside a double's range fails the "
+        "task, naming table and column). Float and integer columns are JSON numbers either way.",
+        one_of(STRING, DOUBLE),
+    )
 )
 """Every option of the CDC connector with its default and validator."""
 
@@ -156,6 +169,7 @@ class CdcConfig:
     slot: str
     publication: str
     replica_identity_full: bool
+    decimal_handling: str = STRING
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> CdcConfig:
@@ -181,4 +195,5 @@ class CdcConfig:
             slot=parsed[SLOT_NAME] or default,
             publication=parsed[PUBLICATION_NAME] or default,
             replica_identity_full=parsed[REPLICA_IDENTITY_FULL],
+            decimal_handling=parsed[DECIMAL_HANDLING_MODE].lower(),
         )

@@ -49,7 +49,7 @@ class JdbcCdcSourceConnector(SourceConnector):
 
             LogProvisioner(self.engine, self.cdc).provision(tables)
         else:
-            TriggerProvisioner(self.engine, self.cdc.audit_table).provision(tables)
+            TriggerProvisioner(self.engine, self.cdc.audit_table, self.cdc.decimal_handling).provision(tables)
 
     def task_class(self) -> type[SourceTask]:
         return JdbcCdcSourceTask

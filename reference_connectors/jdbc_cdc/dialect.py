@@ -6,18 +6,25 @@ The audit table (``audit.table.name``) has one row per row change: ``id`` (incre
 writing transaction where the database tells it), ``table_name`` (qualified), ``op`` (``c``/``u``/``d``),
 ``before`` and ``after`` (JSON images) and ``ts_ms`` (when the trigger ran). Every trigger's name starts with the
 audit table's name, so the connector finds its own triggers again, including those of tables it no longer captures.
+
+With ``decimal.handling.mode=string`` the images hold a NUMERIC/DECIMAL column's value as the database's text of it
+(the triggers and the snapshot's select cast those columns to text); with ``double`` as the JSON number the
+database writes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 
+from headwater.reference_connectors.jdbc_cdc.config import DOUBLE, STRING
+from headwater.reference_connectors.jdbc_cdc.json_rows import beyond_double
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.reference_connectors.jdbc_cdc.watermark import Reading
 from headwater.sdk import ConnectError
@@ -56,12 +63,28 @@ def parse_image(value: Any) -> Mapping[str, Any] | None:
 
 
 class TriggerDialect(ABC):
-    """One database's SQL for trigger mode."""
+    """One database's SQL for trigger mode; ``decimals`` is the ``decimal.handling.mode``."""
 
-    def __init__(self, engine: Engine, audit: str) -> None:
+    def __init__(self, engine: Engine, audit: str, decimals: str = STRING) -> None:
         self.engine = engine
         self.audit = audit
+        self.decimals = decimals
         self._quote = engine.dialect.identifier_preparer.quote
+
+    def text_columns(self, table: CapturedTable) -> list[str]:
+        """The columns of ``table`` whose images hold their text: its decimals, in ``string`` mode."""
+        return [c for c in table.columns if c in table.decimals] if self.decimals == STRING else []
+
+    def parse(self, table: CapturedTable, value: Any) -> Mapping[str, Any] | None:
+        """:func:`parse_image` of an image of ``table``; in ``double`` mode a decimal beyond a double's range (the
+        JSON parser made it infinite) fails, naming the column."""
+        image = parse_image(value)
+        if image is not None and self.decimals == DOUBLE and table.decimals:
+            for column in table.decimals:
+                found = image.get(column)
+                if isinstance(found, float) and math.isinf(found):
+                    raise beyond_double(f"{table.qualified}.{column}", None)
+        return image
 
     def q(self, name: str) -> str:
         """``name`` quoted as an identifier."""
@@ -163,19 +186,19 @@ class TriggerDialect(ABC):
         return any(word in text for word in ("permission denied", "denied", "must be owner", "privilege"))
 
 
-def trigger_dialect(engine: Engine, audit: str) -> TriggerDialect:
-    """The trigger-mode SQL of the engine's database."""
+def trigger_dialect(engine: Engine, audit: str, decimals: str = STRING) -> TriggerDialect:
+    """The trigger-mode SQL of the engine's database, writing decimals as ``decimals`` says."""
     name = engine.dialect.name
     if name == "sqlite":
         from headwater.reference_connectors.jdbc_cdc.sqlite import SqliteDialect
 
-        return SqliteDialect(engine, audit)
+        return SqliteDialect(engine, audit, decimals)
     if name == "postgresql":
         from headwater.reference_connectors.jdbc_cdc.postgres import PostgresDialect
 
-        return PostgresDialect(engine, audit)
+        return PostgresDialect(engine, audit, decimals)
     if name in ("mysql", "mariadb"):
         from headwater.reference_connectors.jdbc_cdc.mariadb import MariadbDialect
 
-        return MariadbDialect(engine, audit)
+        return MariadbDialect(engine, audit, decimals)
     raise ConnectError(f"trigger mode supports SQLite, PostgreSQL and MariaDB/MySQL, not {name}")

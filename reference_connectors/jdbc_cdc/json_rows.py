@@ -14,11 +14,15 @@ import struct
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring
 
+from headwater.reference_connectors.jdbc_cdc.config import STRING
+from headwater.sdk import ConnectError
+
 _UNPACK_INT32 = struct.Struct(">i").unpack_from
 _TEXT, _BINARY, _NULL = ord("t"), ord("b"), ord("n")
 
 _INTEGERS = frozenset({20, 21, 23, 26})
-_NUMBERS = frozenset({700, 701, 1700})
+_FLOATS = frozenset({700, 701})
+_NUMERIC = 1700
 _BOOL = 16
 _JSON_TYPES = frozenset({114, 3802})
 _TIMESTAMP, _TIMESTAMPTZ = 1114, 1184
@@ -58,6 +62,35 @@ def json_number(raw: bytes) -> bytes:
     return text.encode()
 
 
+def json_decimal(raw: bytes) -> bytes:
+    """A numeric as a JSON string of its text (``decimal.handling.mode=string``): digits, ``-``, ``.``, ``NaN`` or
+    ``Infinity``, nothing to escape."""
+    return b'"' + raw + b'"'
+
+
+def beyond_double(column: str, text: str | None) -> ConnectError:
+    """The error of a numeric value (``text`` where known) beyond a double's range in
+    ``decimal.handling.mode=double``."""
+    shown = "" if text is None else f" {text[:20]}... ({len(text)} characters)" if len(text) > 40 else f" {text}"
+    return ConnectError(
+        f"{column}: numeric value{shown} is beyond the range of a double (decimal.handling.mode=double); "
+        "set decimal.handling.mode=string to write it exactly"
+    )
+
+
+def json_double(column: str) -> Formatter:
+    """:func:`json_number` for a numeric in ``decimal.handling.mode=double``: one beyond a double's range fails,
+    naming ``column``."""
+
+    def number(raw: bytes) -> bytes:
+        try:
+            return json_number(raw)
+        except ValueError:
+            raise beyond_double(column, raw.decode()) from None
+
+    return number
+
+
 def json_bool(raw: bytes) -> bytes:
     return b"true" if raw == b"t" else b"false"
 
@@ -75,13 +108,17 @@ def json_timestamptz(raw: bytes) -> bytes:
     return b'"' + raw + b':00"' if len(raw) > 3 and raw[-3] in _SIGN else b'"' + raw + b'"'
 
 
-def json_formatter(type_oid: int) -> Formatter | None:
-    """What writes a text value of type ``type_oid`` as JSON; ``None`` when the text is its JSON (integers)."""
+def json_formatter(type_oid: int, decimals: str = STRING, column: str = "") -> Formatter | None:
+    """What writes a text value of type ``type_oid`` as JSON; ``None`` when the text is its JSON (integers). A
+    numeric is a string of its text with ``decimals`` ``string``, a number with ``double`` (failing, naming
+    ``column``, beyond a double's range)."""
     if type_oid in _INTEGERS:
         return None
     if type_oid == _BOOL:
         return json_bool
-    if type_oid in _NUMBERS:
+    if type_oid == _NUMERIC:
+        return json_decimal if decimals == STRING else json_double(column)
+    if type_oid in _FLOATS:
         return json_number
     if type_oid in _JSON_TYPES:
         return json_document
@@ -98,11 +135,21 @@ position where the image ends."""
 
 
 class RowEncoder:
-    """Writes the row images of one relation as JSON objects, and the key ``{primary key column: value}``."""
+    """Writes the row images of one relation as JSON objects, and the key ``{primary key column: value}``; numerics
+    as ``decimals`` (the ``decimal.handling.mode``) says, errors naming ``table``."""
 
-    def __init__(self, columns: Sequence[str], types: Sequence[int], primary_key: Sequence[str]) -> None:
+    def __init__(
+        self,
+        columns: Sequence[str],
+        types: Sequence[int],
+        primary_key: Sequence[str],
+        decimals: str = STRING,
+        table: str = "",
+    ) -> None:
         self.names = tuple(encode_basestring(c).encode() + b":" for c in columns)
-        self.formatters = tuple(json_formatter(t) for t in types)
+        self.formatters = tuple(
+            json_formatter(t, decimals, f"{table}.{c}") for t, c in zip(types, columns, strict=True)
+        )
         self.key_names = tuple(encode_basestring(c).encode() + b":" for c in primary_key)
         self.key_columns = tuple(list(columns).index(c) if c in columns else -1 for c in primary_key)
         self.image: Callable[[bytes, int, bytes], Image] = self._compile()
@@ -160,6 +207,8 @@ class RowEncoder:
                 value = "d[a + 5 : n]"
             elif formatter is json_text:
                 value = "esc(d[a + 5 : n].decode()).encode()"
+            elif formatter is json_decimal:
+                value = "b'\"' + d[a + 5 : n] + b'\"'"
             else:
                 namespace[f"f{index}"] = formatter
                 value = f"f{index}(d[a + 5 : n])"

@@ -148,9 +148,9 @@ class LogStream:
         self, engine: Engine, cdc: CdcConfig, tables: Sequence[CapturedTable], stored: SourceOffset | None
     ) -> None:
         self.cdc = cdc
-        self.dialect = PostgresDialect(engine, cdc.audit_table)
+        self.dialect = PostgresDialect(engine, cdc.audit_table, cdc.decimal_handling)
         self.tables = {t.qualified: t for t in tables}
-        self.decoder = Decoder()
+        self.decoder = Decoder(cdc.decimal_handling)
         self.writer: ColumnWriter | None = None
         self.snapshot: Snapshot | None = None
         with autocommit(engine) as connection:

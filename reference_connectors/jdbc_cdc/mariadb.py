@@ -1,5 +1,6 @@
 """Trigger mode on MariaDB (and MySQL): three ``AFTER`` row triggers per table write ``JSON_OBJECT`` images into
-an ``AUTO_INCREMENT`` audit table. InnoDB hands out auto-increment ids as rows are inserted, so concurrent
+an ``AUTO_INCREMENT`` audit table (a DECIMAL column ``CAST(... AS CHAR)``, its exact text, with
+``decimal.handling.mode=string``). InnoDB hands out auto-increment ids as rows are inserted, so concurrent
 transactions commit out of id order; while a gap waits, the watermark reads the writing transactions in
 flight from ``information_schema.INNODB_TRX`` (the ``PROCESS`` privilege) just after a snapshot."""
 
@@ -10,6 +11,7 @@ import time
 
 from sqlalchemy import Connection, Engine
 
+from headwater.reference_connectors.jdbc_cdc.config import STRING
 from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, literal
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.reference_connectors.jdbc_cdc.watermark import InFlight, Reading
@@ -26,8 +28,8 @@ def mariadb_literal(text: str) -> str:
 
 
 class MariadbDialect(TriggerDialect):
-    def __init__(self, engine: Engine, audit: str) -> None:
-        super().__init__(engine, audit)
+    def __init__(self, engine: Engine, audit: str, decimals: str = STRING) -> None:
+        super().__init__(engine, audit, decimals)
         self._listed = -math.inf
         self._lists = 0
 
@@ -40,7 +42,10 @@ class MariadbDialect(TriggerDialect):
 
     def image(self, table: CapturedTable, row: str) -> str:
         prefix = f"{row}." if row else ""
-        return "JSON_OBJECT(" + ", ".join(f"{mariadb_literal(c)}, {prefix}{self.q(c)}" for c in table.columns) + ")"
+        texts = self.text_columns(table)
+        values = [f"CAST({prefix}{self.q(c)} AS CHAR)" if c in texts else f"{prefix}{self.q(c)}" for c in table.columns]
+        pairs = ", ".join(f"{mariadb_literal(c)}, {v}" for c, v in zip(table.columns, values, strict=True))
+        return f"JSON_OBJECT({pairs})"
 
     def install(self, connection: Connection, table: CapturedTable) -> None:
         for op, event, name, before, after in self.row_triggers(table):

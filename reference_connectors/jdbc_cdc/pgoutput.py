@@ -3,17 +3,22 @@
 Each message is one tagged binary record: ``B`` begin, ``C`` commit, ``R`` relation (a table's columns, sent before
 its first change in a session and after it changes), ``I``/``U``/``D`` row changes, and ``O``, ``Y``, ``T``, ``M``
 (origin, type, truncate, logical message), which the connector does not turn into events. Column values arrive as
-text and are turned into the JSON types ``to_jsonb`` gives, so log-mode images match snapshot images.
+text and are turned into the JSON types ``to_jsonb`` gives, so log-mode images match snapshot images; a numeric is
+its text (``decimal.handling.mode=string``) or a number (``double``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from headwater.reference_connectors.jdbc_cdc.config import STRING
+from headwater.reference_connectors.jdbc_cdc.json_rows import beyond_double
 
 POSTGRES_EPOCH_MS = 946_684_800_000
 """2000-01-01 in Unix milliseconds: pgoutput timestamps count microseconds from there."""
@@ -59,11 +64,18 @@ class Relation:
     types: tuple[int, ...]
     keys: tuple[bool, ...]
     """Which columns are in the replica identity (the old image of ``K`` changes holds only those)."""
+    decimals: str = STRING
+    """How numeric values are written: the ``decimal.handling.mode`` of the decoder."""
 
     @functools.cached_property
     def converters(self) -> tuple[Callable[[str], Any], ...]:
-        """Per column, what turns its text value into the JSON value ``to_jsonb`` gives."""
-        return tuple(converter(type_oid) for type_oid in self.types)
+        """Per column, what turns its text value into the JSON value ``to_jsonb`` gives (numerics: see
+        :func:`converter`)."""
+        where = f"{self.namespace}.{self.name}."
+        return tuple(
+            converter(type_oid, self.decimals, where + column)
+            for type_oid, column in zip(self.types, self.columns, strict=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -154,10 +166,12 @@ def _row(relation: Relation, data: bytes, at: int, key_only: bool) -> tuple[dict
 
 
 class Decoder:
-    """Decodes one replication session's messages; remembers the relations it was told about."""
+    """Decodes one replication session's messages; remembers the relations it was told about. ``decimals`` is the
+    ``decimal.handling.mode``: numerics as their text (``string``) or as numbers (``double``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, decimals: str = STRING) -> None:
         self.relations: dict[int, Relation] = {}
+        self.decimals = decimals
 
     def decode(self, data: bytes) -> Message:
         """One pgoutput message; ``None`` for the kinds the connector ignores."""
@@ -186,17 +200,30 @@ class Decoder:
                 columns.append(reader.string())
                 types.append(reader.int32())
                 reader.int32()  # type modifier
-            relation = Relation(relid, namespace, name, tuple(columns), tuple(types), tuple(keys))
+            relation = Relation(relid, namespace, name, tuple(columns), tuple(types), tuple(keys), self.decimals)
             self.relations[relid] = relation
             return relation
         return None
 
 
-def _numeric(text: str) -> Any:
+def _number(text: str) -> Any:
     try:
         return float(text) if "." in text or "e" in text else int(text)
     except ValueError:
         return text  # NaN, Infinity: to_jsonb writes them as strings too
+
+
+def _double(column: str) -> Callable[[str], Any]:
+    """A numeric as a number (``decimal.handling.mode=double``); one beyond a double's range fails, naming
+    ``column``."""
+
+    def number(text: str) -> Any:
+        value = _number(text)
+        if isinstance(value, float) and math.isinf(value):
+            raise beyond_double(column, text)
+        return value
+
+    return number
 
 
 def _timestamp(text: str) -> str:
@@ -212,14 +239,18 @@ def _bool(text: str) -> bool:
     return text == "t"
 
 
-def converter(type_oid: int) -> Callable[[str], Any]:
-    """What turns a text value of type ``type_oid`` into its JSON value."""
+def converter(type_oid: int, decimals: str = STRING, column: str = "") -> Callable[[str], Any]:
+    """What turns a text value of type ``type_oid`` into its JSON value. A numeric stays its text with ``decimals``
+    ``string``; with ``double`` it becomes an int or a float, and one beyond a double's range fails naming
+    ``column`` (``schema.table.column``)."""
     if type_oid in _INTEGERS:
         return int
     if type_oid == _BOOL:
         return _bool
-    if type_oid in _FLOATS or type_oid == _NUMERIC:
-        return _numeric
+    if type_oid == _NUMERIC:
+        return str if decimals == STRING else _double(column)
+    if type_oid in _FLOATS:
+        return _number
     if type_oid in _JSON:
         return json.loads
     if type_oid == 1114:

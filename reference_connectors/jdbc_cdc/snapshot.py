@@ -9,7 +9,7 @@ from collections.abc import Generator, Sequence
 
 from sqlalchemy import Connection
 
-from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, parse_image
+from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect
 from headwater.reference_connectors.jdbc_cdc.envelope import Change
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 
@@ -47,7 +47,7 @@ class Snapshot:
             query = f"SELECT {self.dialect.row_json(table)} FROM {self.dialect.table_ref(table)}"
             for (image,) in self.dialect.stream_rows(self.connection, query):
                 self.read[table] += 1
-                yield Change(table, "r", None, parse_image(image), None, snapshot=True)
+                yield Change(table, "r", None, self.dialect.parse(table, image), None, snapshot=True)
 
     @property
     def done(self) -> bool:

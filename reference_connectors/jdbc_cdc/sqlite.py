@@ -1,7 +1,10 @@
 """Trigger mode on SQLite: ``AFTER`` row triggers that write ``json_object`` images into an ``AUTOINCREMENT`` audit
 table (ids are never reused, even after the rows are purged). SQLite runs one writer at a time, so ids become
 visible in id order and no transaction is ever reported in flight. Use a database in WAL mode, so that a snapshot's
-long read does not block writers."""
+long read does not block writers.
+
+SQLite keeps no exact decimals: a column declared NUMERIC or DECIMAL holds integers or REAL (or text that is no
+number), so with ``decimal.handling.mode=string`` its image holds the text ``CAST(... AS TEXT)`` gives."""
 
 from __future__ import annotations
 
@@ -27,14 +30,21 @@ class SqliteDialect(TriggerDialect):
 
     def image(self, table: CapturedTable, row: str) -> str:
         prefix = f"{row}." if row else ""
+        texts = self.text_columns(table)
         parts = []
         for start in range(0, len(table.columns), _ARGS_PER_OBJECT):
             chunk = table.columns[start : start + _ARGS_PER_OBJECT]
-            parts.append("json_object(" + ", ".join(f"{literal(c)}, {prefix}{self.q(c)}" for c in chunk) + ")")
+            pairs = (f"{literal(c)}, {self.value(prefix, c, texts)}" for c in chunk)
+            parts.append("json_object(" + ", ".join(pairs) + ")")
         image = parts[0] if parts else "json_object()"
         for part in parts[1:]:
             image = f"json_patch({image}, {part})"
         return image
+
+    def value(self, prefix: str, column: str, texts: list[str]) -> str:
+        """The image's value of ``column``: ``CAST(... AS TEXT)`` for a column written as text."""
+        reference = f"{prefix}{self.q(column)}"
+        return f"CAST({reference} AS TEXT)" if column in texts else reference
 
     def install(self, connection: Connection, table: CapturedTable) -> None:
         """In one transaction, so no change falls between dropping a trigger and creating it again."""

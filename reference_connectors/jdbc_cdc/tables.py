@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, inspect
+from sqlalchemy.types import Float, Numeric
 
 from headwater.sdk import ConnectError
 
@@ -16,12 +17,14 @@ SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "mys
 
 @dataclass(frozen=True)
 class CapturedTable:
-    """A captured table: where it is, its columns in order, and its primary key columns (maybe none)."""
+    """A captured table: where it is, its columns in order, its primary key columns (maybe none), and its
+    NUMERIC/DECIMAL columns (``decimal.handling.mode`` says how their values are written)."""
 
     schema: str | None
     name: str
     columns: tuple[str, ...]
     primary_key: tuple[str, ...]
+    decimals: frozenset[str] = frozenset()
 
     @functools.cached_property
     def qualified(self) -> str:
@@ -31,6 +34,11 @@ class CapturedTable:
     def matches(self, patterns: Iterable[re.Pattern[str]]) -> bool:
         """Whether a pattern matches the whole qualified name or the whole bare name."""
         return any(p.fullmatch(self.qualified) or p.fullmatch(self.name) for p in patterns)
+
+
+def is_decimal(column_type: object) -> bool:
+    """Whether a column of SQLAlchemy type ``column_type`` is NUMERIC/DECIMAL (a float type is not)."""
+    return isinstance(column_type, Numeric) and not isinstance(column_type, Float)
 
 
 def _schemas(engine: Engine) -> list[str | None]:
@@ -63,10 +71,12 @@ def discover(
         for name in inspector.get_table_names(schema=schema):
             if name in skipped or name.startswith("sqlite_"):
                 continue
-            columns = tuple(str(c["name"]) for c in inspector.get_columns(name, schema=schema))
+            described = inspector.get_columns(name, schema=schema)
+            columns = tuple(str(c["name"]) for c in described)
+            decimals = frozenset(str(c["name"]) for c in described if is_decimal(c["type"]))
             key = tuple(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or ())
             display_schema = None if engine.dialect.name == "sqlite" else schema
-            found.append(CapturedTable(display_schema, name, columns, key))
+            found.append(CapturedTable(display_schema, name, columns, key, decimals))
     for pattern in include:
         if not any(table.matches([pattern]) for table in found):
             names = ", ".join(t.qualified for t in found) or "none"

@@ -76,8 +76,9 @@ class JdbcCdcSourceTask(SourceTask):
 
             self.stream = self.log = LogStream(self.engine, self.cdc, tables, stored)
         else:
+            cdc = self.cdc
             self.stream = TriggerStream(
-                self.engine, self.cdc.audit_table, tables, stored, self.cdc.snapshot, self.cdc.name
+                self.engine, cdc.audit_table, tables, stored, cdc.snapshot, cdc.name, cdc.decimal_handling
             )
         self.purged = 0
         log.info(

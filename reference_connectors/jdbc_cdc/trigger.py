@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, parse_image, trigger_dialect
+from headwater.reference_connectors.jdbc_cdc.config import STRING
+from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, trigger_dialect
 from headwater.reference_connectors.jdbc_cdc.envelope import Change
 from headwater.reference_connectors.jdbc_cdc.snapshot import Snapshot
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
@@ -35,15 +36,16 @@ def autocommit(engine: Engine) -> Connection:
 
 
 class TriggerProvisioner:
-    """Creates and drops what trigger mode needs in the database (the connector's side)."""
+    """Creates and drops what trigger mode needs in the database (the connector's side); the triggers write
+    decimals as ``decimals`` (the ``decimal.handling.mode``) says."""
 
-    def __init__(self, engine: Engine, audit: str) -> None:
+    def __init__(self, engine: Engine, audit: str, decimals: str = STRING) -> None:
         self.engine = engine
-        self.dialect = trigger_dialect(engine, audit)
+        self.dialect = trigger_dialect(engine, audit, decimals)
 
     def provision(self, tables: Sequence[CapturedTable]) -> None:
-        """Create the audit table and every captured table's triggers; drop this connector's triggers on tables it
-        no longer captures."""
+        """Create the audit table and (again) every captured table's triggers, so they follow the current columns and
+        ``decimal.handling.mode``; drop this connector's triggers on tables it no longer captures."""
         wanted = {t.qualified for t in tables}
         with autocommit(self.engine) as connection:
             try:
@@ -77,7 +79,7 @@ class TriggerProvisioner:
 
 class TriggerStream:
     """Reads changes for one task: the snapshot first when there is no complete stored offset (and snapshots are
-    on), then the audit table."""
+    on), then the audit table; ``decimals`` is the ``decimal.handling.mode``."""
 
     def __init__(
         self,
@@ -87,8 +89,9 @@ class TriggerStream:
         stored: SourceOffset | None,
         snapshot: bool,
         name: str,
+        decimals: str = STRING,
     ) -> None:
-        self.dialect: TriggerDialect = trigger_dialect(engine, audit)
+        self.dialect: TriggerDialect = trigger_dialect(engine, audit, decimals)
         self.tables = {t.qualified: t for t in tables}
         self.connection = autocommit(engine)
         self.snapshot: Snapshot | None = None
@@ -136,9 +139,8 @@ class TriggerStream:
             if table is None:
                 self.skipped += 1
                 continue
-            change = Change(
-                table, op, parse_image(before_image), parse_image(after_image), ts_ms, change_id=change_id, txid=txid
-            )
+            before, after = dialect.parse(table, before_image), dialect.parse(table, after_image)
+            change = Change(table, op, before, after, ts_ms, change_id=change_id, txid=txid)
             found.append((change, {"change_id": int(change_id)}))
         if found:
             self.handed = found[-1][1]["change_id"]

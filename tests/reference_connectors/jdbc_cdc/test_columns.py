@@ -1,6 +1,7 @@
 """Log-mode events written straight as JSON bytes (``json_rows``, ``columns``) are byte for byte what the dict path
-gives through the worker's JSON converter: every supported column type, NULLs, unchanged TOASTed values, unicode,
-quotes and backslashes; inserts, updates and deletes under both replica identities; runs of one topic; restarts."""
+gives through the worker's JSON converter: every supported column type (numerics in both decimal handling modes),
+NULLs, unchanged TOASTed values, unicode, quotes and backslashes; inserts, updates and deletes under both replica
+identities; runs of one topic; restarts."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from headwater.reference_connectors.jdbc_cdc.json_rows import RowEncoder, json_n
 from headwater.reference_connectors.jdbc_cdc.pgoutput import Begin, Commit, Decoder, Relation, RowChange, converter
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.runtime.converters import JsonConverter
-from headwater.sdk import SourceBatch
+from headwater.sdk import ConnectError, SourceBatch
 
 from .test_pgoutput import string, tuple_data
 
@@ -50,6 +51,8 @@ VALUES: dict[int, list[bytes]] = {
         b"NaN",
         b"Infinity",
         b"99999999.99",
+        b"12345678901234567890.123456789012345678",
+        b"-1" + b"0" * 400,
     ],  # numeric
     114: [b'{"a": [1, 2.50, "x\\"y"], "b": null}', b"[]", b'"\\u00e9"'],  # json
     3802: [b'{"a": {"b": true}, "c": 1e3}', b"3"],  # jsonb
@@ -82,13 +85,14 @@ def decoded_image(decoder: Decoder, relid: int, data: bytes) -> dict[str, Any] |
     return change.new
 
 
+@pytest.mark.parametrize("decimals", ["string", "double"])
 @pytest.mark.parametrize("type_oid", sorted(VALUES))
-def test_every_type_writes_the_json_the_dict_path_converts_to(type_oid: int) -> None:
+def test_every_type_writes_the_json_the_dict_path_converts_to(type_oid: int, decimals: str) -> None:
     columns = [("id", 23, True), ("v", type_oid, False)]
-    decoder = Decoder()
+    decoder = Decoder(decimals)
     relation = decoder.decode(relation_message(7, "t", columns))
     assert isinstance(relation, Relation)
-    encoder = RowEncoder(relation.columns, relation.types, ("id",))
+    encoder = RowEncoder(relation.columns, relation.types, ("id",), decimals, "public.t")
     for raw in [*VALUES[type_oid], None, "unchanged"]:
         data = tuple_data(b"1", raw)
         expected = to_json(decoded_image(decoder, 7, data))
@@ -174,10 +178,19 @@ STREAM = [
 ]
 
 
-def dict_path(messages: list[bytes], now_ms: int, skip_to: tuple[int, int] = (0, -1)) -> list[tuple[Any, ...]]:
+def dict_path(
+    messages: list[bytes], now_ms: int, skip_to: tuple[int, int] = (0, -1), decimals: str = "string"
+) -> list[tuple[Any, ...]]:
     """What ``LogStream.read`` and the task give, through the worker's JSON converter: (topic, value, key,
     offset, timestamp)."""
-    decoder, envelope, found, transaction, last_end, xid = Decoder(), Envelope("shop", "log", "db"), [], [], 0, None
+    decoder, envelope, found, transaction, last_end, xid = (
+        Decoder(decimals),
+        Envelope("shop", "log", "db"),
+        [],
+        [],
+        0,
+        None,
+    )
     for data in messages:
         message = decoder.decode(data)
         if isinstance(message, RowChange):
@@ -202,8 +215,10 @@ def dict_path(messages: list[bytes], now_ms: int, skip_to: tuple[int, int] = (0,
     return found
 
 
-def column_path(messages: list[bytes], now_ms: int, skip_to: tuple[int, int] = (0, -1)) -> ChangeColumns:
-    decoder = Decoder()
+def column_path(
+    messages: list[bytes], now_ms: int, skip_to: tuple[int, int] = (0, -1), decimals: str = "string"
+) -> ChangeColumns:
+    decoder = Decoder(decimals)
     writer = ColumnWriter(decoder, TABLES, JsonEnvelope(Envelope("shop", "log", "db")))
     columns, last_end, xid = ChangeColumns(), 0, None
     for data in messages:
@@ -235,10 +250,12 @@ def rows(columns: ChangeColumns) -> list[tuple[Any, ...]]:
     return found
 
 
-def test_the_column_writer_writes_the_events_keys_offsets_and_timestamps_of_the_dict_path() -> None:
-    expected = dict_path(STREAM, 1795440207115)
+@pytest.mark.parametrize("decimals", ["string", "double"])
+def test_the_column_writer_writes_the_events_keys_offsets_and_timestamps_of_the_dict_path(decimals: str) -> None:
+    expected = dict_path(STREAM, 1795440207115, decimals=decimals)
     assert len(expected) == 11
-    assert rows(column_path(STREAM, 1795440207115)) == expected
+    assert b'"price":' + (b'"12.50"' if decimals == "string" else b"12.5") + b"," in expected[0][1]
+    assert rows(column_path(STREAM, 1795440207115, decimals=decimals)) == expected
 
 
 def test_a_transaction_over_several_tables_is_cut_into_runs_of_one_topic() -> None:
@@ -268,7 +285,27 @@ def test_numbers_written_from_their_text_match_float_and_int_over_many_shapes() 
         sign = rng.choice(["", "-"])
         texts.append(f"{sign}{whole}.{fraction}".encode() if fraction else f"{sign}{whole}".encode())
     for raw in texts:
-        assert json_number(raw) == to_json(converter(1700)(raw.decode())), raw
+        assert json_number(raw) == to_json(converter(1700, "double")(raw.decode())), raw
+
+
+def test_with_double_handling_a_numeric_beyond_a_double_fails_as_in_the_dict_path_naming_table_and_column() -> None:
+    huge = b"-1" + b"0" * 400 + b".25"
+    data = tuple_data(b"1", huge)
+    decoder = Decoder("double")
+    decoder.decode(relation_message(7, "t", [("id", 23, True), ("v", 1700, False)]))
+    with pytest.raises(ConnectError) as expected:
+        decoded_image(decoder, 7, data)
+    encoder = RowEncoder(("id", "v"), (23, 1700), ("id",), "double", "public.t")
+    for image in (encoder.image, encoder.general):
+        with pytest.raises(ConnectError) as raised:
+            image(data, 0, b"")
+        assert str(raised.value) == str(expected.value)
+    assert str(expected.value).startswith("public.t.v: numeric value -1000")
+    assert "beyond the range of a double" in str(expected.value) and "decimal.handling.mode=string" in str(
+        expected.value
+    )
+    string = RowEncoder(("id", "v"), (23, 1700), ("id",))
+    assert string.image(data, 0, b"")[0] == b'{"id":1,"v":"' + huge + b'"}'
 
 
 def test_log_offsets_are_made_on_access_like_a_list() -> None:

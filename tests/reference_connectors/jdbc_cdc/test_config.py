@@ -15,6 +15,8 @@ def test_defaults_derive_names_from_the_connector() -> None:
     config = CdcConfig.parse({"name": "Shop CDC", **URL})
     assert (config.mode, config.snapshot, config.topic_prefix) == ("trigger", True, "Shop CDC")
     assert config.audit_table == config.slot == config.publication == "headwater_cdc_shop_cdc"
+    assert config.decimal_handling == "string"
+    assert CdcConfig.parse({**URL, "decimal.handling.mode": "DOUBLE"}).decimal_handling == "double"
 
 
 @pytest.mark.parametrize(
@@ -25,6 +27,7 @@ def test_defaults_derive_names_from_the_connector() -> None:
         ("table.include.list", "orders,(", "not a regular expression"),
         ("audit.table.name", "Audit-Table", "lower-case"),
         ("snapshot.mode", "always", "snapshot.mode"),
+        ("decimal.handling.mode", "precise", "decimal.handling.mode: String must be one of: string, double"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(key: str, value: str, reason: str) -> None:

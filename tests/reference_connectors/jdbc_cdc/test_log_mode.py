@@ -1,6 +1,7 @@
 """Log mode on PostgreSQL (pgoutput through psycopg2's replication connection), in the simulated worker: snapshot
 then stream in commit order, resume without loss, the slot confirmed only up to committed offsets, heartbeats that
-move it while the captured tables are idle, and slot and publication dropped on delete, kept on a plain stop."""
+move it while the captured tables are idle, slot and publication dropped on delete, kept on a plain stop; decimals
+as their exact text or as doubles, alike through the JSON converter and the ``bytes`` converters."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from headwater.reference_connectors.jdbc_cdc import JdbcCdcSourceConnector, defa
 from headwater.reference_connectors.jdbc_cdc.pgoutput import parse_lsn
 from headwater.runtime.tasks.base import State
 
-from .test_trigger_mode import create_orders, events, row, wait_for
+from .test_trigger_mode import CENTS, EXACT, HUGE, create_orders, create_prices, events, prices_row, row, wait_for
 
 pytestmark = pytest.mark.postgres
 
@@ -210,8 +211,9 @@ def test_without_heartbeats_the_slot_stays_at_the_committed_offset_while_other_t
     assert worker.source_offset("cdc", source_partition(prefix)) is None
 
 
+@pytest.mark.parametrize("decimals", ["string", "double"])
 def test_with_the_bytes_converters_the_task_writes_the_bytes_the_json_converter_writes(
-    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str
+    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str, decimals: str
 ) -> None:
     database = postgres_database
     database.execute(
@@ -222,7 +224,13 @@ def test_with_the_bytes_converters_the_task_writes_the_bytes_the_json_converter_
     # without header.converter=bytes the worker converts the batch record by record: the same bytes again
     no_header = {"key.converter": "bytes", "value.converter": "bytes"}
     for name, extra in (("json", {}), ("bytes", no_header)):
-        config = log_config(database, f"{prefix}-{name}", snapshot_mode="never", table_include_list="public.kinds")
+        config = log_config(
+            database,
+            f"{prefix}-{name}",
+            snapshot_mode="never",
+            table_include_list="public.kinds",
+            decimal_handling_mode=decimals,
+        )
         worker.add_connector(f"cdc-{name}", JdbcCdcSourceConnector, {**config, **extra})
     worker.advance(50)
     database.execute(
@@ -248,3 +256,63 @@ def test_with_the_bytes_converters_the_task_writes_the_bytes_the_json_converter_
     assert [comparable(m.value, "bytes") for m in sent["bytes"]] == [comparable(m.value, "json") for m in sent["json"]]
     update = json.loads(sent["bytes"][2].value or b"")
     assert update["op"] == "u" and update["after"]["t"] == "tab\tnew\nline\x01" and "big" not in update["after"]
+    inserted = [json.loads(m.value or b"")["after"] for m in sent["bytes"][:2]]
+    assert [(v["n"], v["f"]) for v in inserted] == [
+        ("12.500" if decimals == "string" else 12.5, 0.1),
+        ("NaN", "-Infinity"),
+    ]
+
+
+@pytest.mark.parametrize("decimals", ["string", "double"])
+def test_decimals_arrive_as_their_exact_text_or_as_doubles_and_floats_stay_numbers(
+    make_simulated_worker: Make,
+    postgres_database: ScratchDatabase,
+    prefix: str,
+    converters: dict[str, str],
+    decimals: str,
+) -> None:
+    database = postgres_database
+    create_prices(database)
+    worker = make_simulated_worker()
+    mode = {} if decimals == "string" else {"decimal_handling_mode": "double"}  # string is the default
+    config = log_config(database, prefix, table_include_list="public.prices", replica_identity_full=True, **mode)
+    worker.add_connector("cdc", JdbcCdcSourceConnector, {**config, **converters})
+    topic = f"{prefix}.public.prices"
+    wait_for(worker, topic, 1)
+    database.execute("INSERT INTO prices VALUES (2, 12.5, 0.10, 2.5)", "UPDATE prices SET f = 0.25 WHERE id = 1")
+    wait_for(worker, topic, 3)
+    first = prices_row(database, decimals, 1, EXACT, CENTS, 0.1)
+    assert events(worker, topic) == [
+        ("r", None, first),
+        ("c", None, prices_row(database, decimals, 2, "12.5", "0.10", 2.5)),
+        ("u", first, {**first, "f": 0.25}),
+    ]
+    exact = (EXACT, CENTS) if decimals == "string" else (float(EXACT), float(CENTS))
+    assert (first["exact"], first["cents"]) == exact
+
+
+@pytest.mark.parametrize("decimals", ["string", "double"])
+def test_a_numeric_beyond_a_double_is_exact_as_text_and_fails_the_task_as_a_double(
+    make_simulated_worker: Make,
+    postgres_database: ScratchDatabase,
+    prefix: str,
+    converters: dict[str, str],
+    decimals: str,
+) -> None:
+    database = postgres_database
+    database.execute("CREATE TABLE huge (id integer PRIMARY KEY, n numeric)", f"INSERT INTO huge VALUES (1, {HUGE})")
+    worker = make_simulated_worker()
+    config = log_config(database, prefix, table_include_list="public.huge", decimal_handling_mode=decimals)
+    stream_only = {"snapshot.mode": "never"} if decimals == "double" else {}  # the snapshot fails as in trigger mode
+    worker.add_connector("cdc", JdbcCdcSourceConnector, {**config, **converters, **stream_only})
+    worker.advance(50)
+    database.execute(f"INSERT INTO huge VALUES (2, -{HUGE})")
+    topic = f"{prefix}.public.huge"
+    if decimals == "string":
+        assert [v["after"] for v in wait_for(worker, topic, 2)] == [{"id": 1, "n": HUGE}, {"id": 2, "n": f"-{HUGE}"}]
+        return
+    worker.run_until(lambda: worker.task_state("cdc") is State.FAILED, what="the task failing")
+    _, trace = worker.herder.statuses[("cdc", 0)]
+    expected = "public.huge.n: numeric value -1000000000000000000... (404 characters) is beyond the range of a double"
+    assert expected in str(trace)
+    assert worker.messages(topic) == []

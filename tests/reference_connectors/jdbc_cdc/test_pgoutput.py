@@ -1,9 +1,12 @@
 """pgoutput messages, built by hand as the server sends them, decoded into relations, transactions and row images
-with the JSON types ``to_jsonb`` gives."""
+with the JSON types ``to_jsonb`` gives (numerics as their text, or with ``decimal.handling.mode=double`` as
+numbers)."""
 
 from __future__ import annotations
 
 import struct
+
+import pytest
 
 from headwater.reference_connectors.jdbc_cdc.pgoutput import (
     POSTGRES_EPOCH_MS,
@@ -15,6 +18,7 @@ from headwater.reference_connectors.jdbc_cdc.pgoutput import (
     format_lsn,
     parse_lsn,
 )
+from headwater.sdk import ConnectError
 
 COLUMNS = [("id", 23, True), ("price", 1700, False), ("paid", 16, False), ("at", 1184, False), ("doc", 3802, False)]
 
@@ -45,11 +49,11 @@ def tuple_data(*values: bytes | str | None) -> bytes:
 
 
 ROW = (b"3", b"12.50", b"t", b"2026-11-23 12:00:00+00", b'{"a": [1, 2]}')
-IMAGE = {"id": 3, "price": 12.5, "paid": True, "at": "2026-11-23T12:00:00+00:00", "doc": {"a": [1, 2]}}
+IMAGE = {"id": 3, "price": "12.50", "paid": True, "at": "2026-11-23T12:00:00+00:00", "doc": {"a": [1, 2]}}
 
 
-def decoder() -> Decoder:
-    found = Decoder()
+def decoder(decimals: str = "string") -> Decoder:
+    found = Decoder(decimals)
     relation = found.decode(relation_message())
     assert isinstance(relation, Relation) and relation.keys == (True, False, False, False, False)
     return found
@@ -78,7 +82,7 @@ def test_an_update_with_a_full_old_image_and_an_unchanged_toasted_value() -> Non
     change = decoder().decode(struct.pack(">ci", b"U", 7) + b"O" + tuple_data(*ROW) + b"N" + tuple_data(*new))
     assert isinstance(change, RowChange) and change.op == "u"
     assert change.old == IMAGE
-    assert change.new == {"id": 3, "price": 13, "paid": False, "at": None}
+    assert change.new == {"id": 3, "price": "13", "paid": False, "at": None}
 
 
 def test_a_delete_under_the_default_replica_identity_carries_only_the_key() -> None:
@@ -90,3 +94,29 @@ def test_a_delete_under_the_default_replica_identity_carries_only_the_key() -> N
 
 def test_messages_the_connector_ignores_decode_to_none() -> None:
     assert Decoder().decode(b"M\x01" + struct.pack(">Q", 5) + string("headwater-cdc") + struct.pack(">i", 0)) is None
+
+
+def test_a_numeric_is_its_exact_text_and_with_double_handling_the_number_it_was_before() -> None:
+    exact = b"12345678901234567890.123456789012345678"
+    for decimals, expected in (("string", exact.decode()), ("double", 12345678901234567890.123456789012345678)):
+        for price in (exact, b"NaN", b"-7", b"0.10"):
+            change = decoder(decimals).decode(struct.pack(">ci", b"I", 7) + b"N" + tuple_data(b"3", price, *ROW[2:]))
+            assert isinstance(change, RowChange) and change.new is not None
+            found = change.new["price"]
+            if decimals == "string":
+                assert found == price.decode()
+            else:
+                assert found == {exact: expected, b"NaN": "NaN", b"-7": -7, b"0.10": 0.1}[price]
+                assert type(found) is {exact: float, b"NaN": str, b"-7": int, b"0.10": float}[price]
+
+
+def test_with_double_handling_a_numeric_beyond_a_double_fails_naming_table_and_column() -> None:
+    huge = b"1" + b"0" * 400 + b".5"
+    message = struct.pack(">ci", b"I", 7) + b"N" + tuple_data(b"3", huge, *ROW[2:])
+    with pytest.raises(ConnectError, match=r"^public\.orders\.price: numeric value 1000.*beyond the range of a double"):
+        decoder("double").decode(message)
+    change = decoder("string").decode(message)
+    assert isinstance(change, RowChange) and change.new is not None and change.new["price"] == huge.decode()
+    integral = b"1" + b"0" * 400  # no fraction: an int, exact, as before
+    change = decoder("double").decode(struct.pack(">ci", b"I", 7) + b"N" + tuple_data(b"3", integral, *ROW[2:]))
+    assert isinstance(change, RowChange) and change.new is not None and change.new["price"] == 10**400

@@ -1,11 +1,13 @@
 """Trigger mode end to end, on SQLite, PostgreSQL and MariaDB, inside the simulated worker (and, through
 ``make_worker``, on a real Kafka broker): snapshot, then inserts, updates and deletes in order; a restart resumes
 without loss; the audit table is purged only up to the committed offset; a delete removes every trigger and the
-audit table, a plain stop none."""
+audit table, a plain stop none; decimals arrive as their exact text, or as doubles."""
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,8 +29,8 @@ def create_orders(database: ScratchDatabase, *rows: tuple[int, str, int]) -> Non
         database.execute(f"INSERT INTO orders VALUES ({row[0]}, '{row[1]}', {row[2]})")
 
 
-def orders_topic(database: ScratchDatabase, prefix: str) -> str:
-    return f"{prefix}.orders" if database.kind == "sqlite" else f"{prefix}.{schema(database)}.orders"
+def orders_topic(database: ScratchDatabase, prefix: str, table: str = "orders") -> str:
+    return f"{prefix}.{table}" if database.kind == "sqlite" else f"{prefix}.{schema(database)}.{table}"
 
 
 def schema(database: ScratchDatabase) -> str:
@@ -192,3 +194,120 @@ def test_a_snapshot_over_several_polls_logs_progress_and_completes_with_its_last
     messages = [r.getMessage() for r in caplog.records]
     assert "cdc: snapshot of 5 rows in 1 tables started" in messages
     assert any(m.startswith("cdc: snapshot done: 5 rows of 1 tables") for m in messages)
+
+
+# ---- decimals ------------------------------------------------------------------------------------------------
+
+EXACT = "12345678901234567890.123456789012345678"
+"""38 significant digits in a DECIMAL(38, 18): a double keeps 17 of them."""
+CENTS = "1234567890123456789012345678.90"
+"""30 significant digits in a NUMERIC(30, 2)."""
+
+
+def create_prices(database: ScratchDatabase) -> None:
+    """Two decimal columns and a float column, and a row of values no double holds exactly."""
+    database.execute(
+        "CREATE TABLE prices (id INTEGER PRIMARY KEY, exact DECIMAL(38, 18), cents NUMERIC(30, 2), f DOUBLE PRECISION)"
+    )
+    database.execute(f"INSERT INTO prices VALUES (1, {EXACT}, {CENTS}, 0.1)")
+
+
+def arrives_as(database: ScratchDatabase, decimals: str, literal: str, scale: int) -> Any:
+    """What a decimal column of ``scale`` holding ``literal`` arrives as: with ``string`` the database's text of the
+    value (SQLite's ``CAST(... AS TEXT)`` of the REAL or integer it keeps), with ``double`` the JSON number."""
+    if database.kind == "sqlite":
+        text = str(database.scalar(f"SELECT CAST({literal} AS TEXT)"))
+    else:
+        whole, _, fraction = literal.partition(".")
+        text = f"{whole}.{fraction.ljust(scale, '0')}"
+    return text if decimals == "string" else json.loads(text)
+
+
+def prices_row(database: ScratchDatabase, decimals: str, id: int, exact: str, cents: str, f: float) -> dict[str, Any]:
+    return {
+        "id": id,
+        "exact": arrives_as(database, decimals, exact, 18),
+        "cents": arrives_as(database, decimals, cents, 2),
+        "f": f,
+    }
+
+
+@pytest.mark.parametrize("decimals", ["string", "double"])
+def test_decimals_arrive_as_their_exact_text_or_as_doubles_and_floats_stay_numbers(
+    make_simulated_worker: Make, database: ScratchDatabase, prefix: str, decimals: str
+) -> None:
+    create_prices(database)
+    worker = make_simulated_worker()
+    mode = {} if decimals == "string" else {"decimal_handling_mode": "double"}  # string is the default
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, table_include_list="prices", **mode))
+    topic = orders_topic(database, prefix, "prices")
+    wait_for(worker, topic, 1)
+    database.execute("INSERT INTO prices VALUES (2, 12.5, 0.10, 2.5)", "UPDATE prices SET f = 0.25 WHERE id = 1")
+    wait_for(worker, topic, 3)
+    first = prices_row(database, decimals, 1, EXACT, CENTS, 0.1)
+    assert events(worker, topic) == [
+        ("r", None, first),
+        ("c", None, prices_row(database, decimals, 2, "12.5", "0.10", 2.5)),
+        ("u", first, {**first, "f": 0.25}),
+    ]
+    exact = first["exact"]
+    if decimals == "double":
+        assert isinstance(exact, float) and math.isclose(exact, float(EXACT), rel_tol=1e-14)
+    elif database.kind != "sqlite":
+        assert (exact, first["cents"]) == (EXACT, CENTS)
+    else:  # SQLite keeps a REAL: its text, not a number
+        assert isinstance(exact, str) and float(exact) == pytest.approx(float(EXACT))
+
+
+def test_a_changed_decimal_handling_mode_holds_from_the_next_start(
+    make_simulated_worker: Make, database: ScratchDatabase, prefix: str
+) -> None:
+    create_prices(database)
+    worker = make_simulated_worker()
+    settings = {"table_include_list": "prices", "snapshot_mode": "never"}
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, config(database, prefix, decimal_handling_mode="double", **settings)
+    )
+    worker.advance(50)
+    database.execute("INSERT INTO prices VALUES (2, 12.5, 0.10, 2.5)")
+    topic = orders_topic(database, prefix, "prices")
+    wait_for(worker, topic, 1)
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, **settings))
+    worker.advance(50)
+    database.execute("INSERT INTO prices VALUES (3, 12.5, 0.10, 2.5)")
+    wait_for(worker, topic, 2)
+    assert [after for _, _, after in events(worker, topic)] == [
+        prices_row(database, "double", 2, "12.5", "0.10", 2.5),
+        prices_row(database, "string", 3, "12.5", "0.10", 2.5),
+    ]
+
+
+HUGE = "1" + "0" * 400 + ".5"
+"""A numeric far beyond a double's range."""
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("decimals", ["string", "double"])
+def test_on_postgresql_a_numeric_beyond_a_double_is_exact_as_text_and_fails_the_task_as_a_double(
+    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str, decimals: str
+) -> None:
+    database = postgres_database
+    database.execute("CREATE TABLE huge (id integer PRIMARY KEY, n numeric)", f"INSERT INTO huge VALUES (1, {HUGE})")
+    worker = make_simulated_worker()
+    settings = {"table_include_list": "huge", "decimal_handling_mode": decimals}
+    worker.add_connector("snap", JdbcCdcSourceConnector, config(database, f"{prefix}-snap", **settings))
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, snapshot_mode="never", **settings))
+    worker.advance(50)
+    database.execute(f"INSERT INTO huge VALUES (2, -{HUGE})")
+    if decimals == "string":
+        assert [v["after"] for v in wait_for(worker, f"{prefix}-snap.public.huge", 2)] == [
+            {"id": 1, "n": HUGE},
+            {"id": 2, "n": f"-{HUGE}"},
+        ]
+        assert [v["after"] for v in wait_for(worker, f"{prefix}.public.huge", 1)] == [{"id": 2, "n": f"-{HUGE}"}]
+        return
+    for name in ("snap", "cdc"):  # the snapshot's read, and the audit table's
+        worker.run_until(lambda name=name: worker.task_state(name) is State.FAILED, what=f"{name} failing")
+        _, trace = worker.herder.statuses[(name, 0)]
+        assert "public.huge.n: numeric value is beyond the range of a double" in str(trace)
+    assert worker.messages(f"{prefix}.public.huge") == worker.messages(f"{prefix}-snap.public.huge") == []
