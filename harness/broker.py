@@ -12,13 +12,16 @@ Needs Java 17 and Maven (``apt-get install openjdk-17-jre-headless maven``). Kaf
 
 Environment:
     ``HEADWATER_CACHE``: the cache root, default ``$XDG_CACHE_HOME/headwater`` or ``~/.cache/headwater``; the jars
-        go to ``<root>/kafka-<version>/jars``. Cache that directory (and ``~/.m2``) in CI.
+        go to ``<root>/kafka-<version>/jars``, other jar sets beside them. Cache the root (and ``~/.m2``) in CI.
     ``HEADWATER_KAFKA_JVM_OPTS``: replaces the broker's JVM options (default: 512 MB heap, serial GC, C1 only,
         which start fastest on a small machine; pass G1 and no tiering limit for throughput measurements).
 
 Command line: ``python -m headwater.harness.broker fetch|start|stop``. ``fetch`` prints the jars directory,
 ``start`` leaves a broker running (data under ``<root>/broker`` unless ``--data-dir``) and prints its bootstrap
 servers, ``stop`` stops it and prints the bootstrap servers it had.
+
+``fetch_maven`` is the download itself, for any pom ``maven_pom`` writes: the benchmarks fetch Kafka Connect's and
+Debezium's jars with it, into the same cache root.
 """
 
 from __future__ import annotations
@@ -88,27 +91,34 @@ def pom_xml(kafka_version: str = KAFKA_VERSION, artifact: str = BROKER_ARTIFACT)
     else:  # slf4j 1.7 binding for log4j2; explicit api/core win over kafka-server's, keeping all three equal
         deps += [("org.apache.logging.log4j", name, LOG4J_VERSION) for name in ("log4j-api", "log4j-core")]
         deps += [("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION)]
-    dependencies = "\n".join(
+    return maven_pom(deps)
+
+
+def maven_pom(dependencies: Sequence[tuple[str, str, str]], exclude_groups: Sequence[str] = ()) -> str:
+    """A pom that copies the runtime classpath of ``dependencies`` (``(group, artifact, version)``) into
+    ``jars/`` beside it, leaving out the artifacts of ``exclude_groups``."""
+    body = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in deps
+        for g, a, v in dependencies
     )
+    excludes = f"\n      <excludeGroupIds>{','.join(exclude_groups)}</excludeGroupIds>" if exclude_groups else ""
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
          xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
   <modelVersion>4.0.0</modelVersion>
   <groupId>local.headwater</groupId>
-  <artifactId>kafka-broker-jars</artifactId>
+  <artifactId>headwater-jars</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
   <properties><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
   <dependencies>
-{dependencies}
+{body}
   </dependencies>
   <build><plugins><plugin>
     <groupId>org.apache.maven.plugins</groupId><artifactId>maven-dependency-plugin</artifactId><version>3.8.1</version>
     <configuration>
       <outputDirectory>${{project.basedir}}/jars</outputDirectory>
-      <includeScope>runtime</includeScope>
+      <includeScope>runtime</includeScope>{excludes}
       <overWriteReleases>false</overWriteReleases>
     </configuration>
   </plugin></plugins></build>
@@ -121,9 +131,15 @@ def fetch_jars(
 ) -> Path:
     """The directory of the broker's jars (or another Kafka ``artifact``'s, in ``<cache root>/<artifact>-<version>``),
     downloaded with Maven on the first call (later calls return at once)."""
-    tools = require_tools("java", "mvn")
     default_dir = f"kafka-{kafka_version}" if artifact == BROKER_ARTIFACT else f"{artifact}-{kafka_version}"
     cache_dir = Path(cache_dir) if cache_dir is not None else cache_root() / default_dir
+    return fetch_maven(cache_dir, pom_xml(kafka_version, artifact), artifact)
+
+
+def fetch_maven(cache_dir: Path, pom: str, artifact: str) -> Path:
+    """``<cache_dir>/jars``, filled by ``mvn dependency:copy-dependencies`` from ``pom`` (see :func:`maven_pom`) on
+    the first call; later calls, once a jar of ``artifact`` is there, return at once. Needs java and mvn."""
+    tools = require_tools("java", "mvn")
     jars = cache_dir / "jars"
     marker = cache_dir / _MARKER
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -131,14 +147,14 @@ def fetch_jars(
         fcntl.flock(lock, fcntl.LOCK_EX)
         if marker.exists() and any(jars.glob(f"{artifact}-*.jar")):
             return jars
-        (cache_dir / "pom.xml").write_text(pom_xml(kafka_version, artifact))
+        (cache_dir / "pom.xml").write_text(pom)
         command = [tools["mvn"], "-q", "-B", "-f", str(cache_dir / "pom.xml"), "dependency:copy-dependencies"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
         if done.returncode != 0:
             raise BrokerUnavailable(
                 f"{shlex.join(command)} failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}"
             )
-        marker.write_text(kafka_version + "\n")
+        marker.write_text(artifact + "\n")
     return jars
 
 

@@ -20,6 +20,7 @@ from headwater.harness.broker import (
     cluster_id,
     fetch_jars,
     free_ports,
+    maven_pom,
     pom_xml,
     server_properties,
 )
@@ -203,3 +204,10 @@ def test_pom_for_another_artifact_depends_on_it_with_the_same_logging() -> None:
     pom = pom_xml("4.3.1", "connect-mirror")
     assert "<artifactId>connect-mirror</artifactId><version>4.3.1</version>" in pom
     assert "kafka_2.13" not in pom and "<artifactId>log4j-slf4j-impl</artifactId>" in pom
+
+
+def test_maven_pom_lists_any_dependencies_and_leaves_out_excluded_groups() -> None:
+    pom = maven_pom([("io.debezium", "debezium-connector-postgres", "3.6.0.Final")], ["org.apache.kafka", "org.slf4j"])
+    assert "<artifactId>debezium-connector-postgres</artifactId><version>3.6.0.Final</version>" in pom
+    assert "<excludeGroupIds>org.apache.kafka,org.slf4j</excludeGroupIds>" in pom
+    assert "excludeGroupIds" not in pom_xml("4.3.1"), "the broker's pom keeps every jar"
