@@ -164,8 +164,15 @@ class Child:
         return found
 
     def log_tail(self, lines: int = 30) -> str:
-        text = self.stderr.read_text(errors="replace").splitlines() if self.stderr.exists() else []
-        return f"--- {self.name} stderr (last {lines} lines) ---\n" + "\n".join(text[-lines:])
+        """The last lines of its stderr, or of its stdout when stderr is empty (where a JVM of ours logs)."""
+        stream, text = "stderr", _lines(self.stderr)
+        if not text:
+            stream, text = "stdout", _lines(self.stdout)
+        return f"--- {self.name} {stream} (last {lines} lines) ---\n" + "\n".join(text[-lines:])
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines() if path.exists() else []
 
 
 def raw_produce(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from its beginning, into a destination topic of its own on the destination clust
   the mirror's get: ``PRODUCER_DEFAULTS`` and the consumer's (``enable.auto.commit=false``).
 * ``mm2``: ``org.apache.kafka.connect.cli.ConnectStandalone`` runs ``MirrorSourceConnector`` (one task,
   ``ByteArrayConverter``, topic config and ACL sync off) from the ``connect-mirror`` jars of Maven Central
-  (``fetch_jars(artifact="connect-mirror")``, cached like the broker's); its destination is ``mm2-<run>.<source>``.
+  (``java_connect.py``, cached like the broker's); its destination is ``mm2-<run>.<source>``.
   Java 17 with ``-Xms256m -Xmx1g``.
 
 Both workers commit offsets every ``--flush-interval-ms`` (default 1000). Every destination topic is created
@@ -51,6 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench module, run as a script or loaded
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from java_connect import BYTES_CONVERTER, connect_standalone
 from kafka_pipeline import (
     BATCH,
     FULL_QUEUE_WAIT_S,
@@ -67,16 +68,14 @@ from kafka_pipeline import (
     write_properties,
 )
 
-from headwater.harness.broker import KAFKA_VERSION, fetch_jars, free_ports, logging_config, require_tools
+from headwater.harness.broker import KAFKA_VERSION
 from headwater.harness.cluster import SECOND_BOOTSTRAP_ENV, find_cluster
 from headwater.runtime.transport.kafka import PRODUCER_DEFAULTS
 
 SIDES = ("headwater", "raw", "mm2")
 BROKER_JVM_OPTS = "-Xms512m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true"
-CONNECT_JVM_OPTS = ("-Xms256m", "-Xmx1g", "-Djava.awt.headless=true")
 MIRROR_CONSUMER = {"enable.auto.commit": False, "auto.offset.reset": "earliest"}
 """The consumer settings ``kafka-mirror`` gives its source consumer (besides servers and group)."""
-BYTES_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
 
 
 # ---- the raw side ------------------------------------------------------------------------------------------------
@@ -193,23 +192,13 @@ class MirrorBench:
         return Child(name, command, self.directory), destination
 
     def mm2(self, name: str) -> tuple[Child, str]:
-        java = require_tools("java")["java"]
-        jars = fetch_jars(kafka_version=self.args.kafka_version, artifact="connect-mirror")
         alias = f"mm2-{name}"
-        log_name, log_text, log_flag = logging_config(self.args.kafka_version)
-        log_file = self.directory / f"{name}-{log_name}"
-        log_file.write_text(log_text)
-        (port,) = free_ports(1)
-        worker = write_properties(
-            self.directory / f"{name}-worker.properties",
-            {
-                **self._worker_props(name),
-                "key.converter": BYTES_CONVERTER,
-                "value.converter": BYTES_CONVERTER,
-                "header.converter": BYTES_CONVERTER,
-                "listeners": f"http://127.0.0.1:{port}",
-            },
-        )
+        worker = {
+            **self._worker_props(name),
+            "key.converter": BYTES_CONVERTER,
+            "value.converter": BYTES_CONVERTER,
+            "header.converter": BYTES_CONVERTER,
+        }
         connector = {
             "name": name,
             "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
@@ -224,10 +213,8 @@ class MirrorBench:
             "sync.topic.acls.enabled": "false",
             "sync.topic.configs.enabled": "false",
         }
-        connector_file = write_properties(self.directory / f"{name}.properties", connector)
-        command = [java, *CONNECT_JVM_OPTS, log_flag.format(path=log_file), "-cp", str(jars / "*")]
-        command += ["org.apache.kafka.connect.cli.ConnectStandalone", str(worker), str(connector_file)]
-        return Child(name, command, self.directory), f"{alias}.{self.topic}"
+        child = connect_standalone(name, self.directory, worker, connector, self.args.kafka_version)
+        return child, f"{alias}.{self.topic}"
 
     def run_side(self, side: str, repeat: int) -> Run:
         name = f"{side}-{self.run_id}-{repeat}"
