@@ -27,3 +27,16 @@ def load_bench() -> Callable[[str], ModuleType]:
         return module
 
     return load
+
+
+@pytest.fixture
+def assert_rejects_sides(capsys: pytest.CaptureFixture[str]) -> Callable[[ModuleType, str], None]:
+    """``assert_rejects_sides(bench, "raw,headwater")``: the bench's ``main`` stops with a usage error (exit 2)
+    about ``--sides``."""
+
+    def check(bench: ModuleType, sides: str) -> None:
+        with pytest.raises(SystemExit) as raised:
+            bench.main(["--sides", sides])
+        assert raised.value.code == 2 and "--sides" in capsys.readouterr().err
+
+    return check

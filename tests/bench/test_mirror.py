@@ -2,40 +2,29 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "mirror.py"
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mirror_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+@pytest.fixture(scope="module")
+def bench(load_bench: Callable[[str], ModuleType]) -> ModuleType:
+    return load_bench("mirror")
 
 
 @pytest.mark.parametrize("sides", ["raw,headwater", "headwater,mm2,kafka", ""])
-def test_sides_must_start_with_headwater_and_be_known(sides: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as raised:
-        bench.main(["--sides", sides])
-    assert raised.value.code == 2 and "--sides" in capsys.readouterr().err
+def test_sides_must_start_with_headwater_and_be_known(
+    bench: ModuleType, sides: str, assert_rejects_sides: Callable[[ModuleType, str], None]
+) -> None:
+    assert_rejects_sides(bench, sides)
 
 
 @pytest.mark.kafka
 def test_a_small_run_mirrors_every_side_and_prints_the_ratios(
-    kafka_bootstrap: str, second_kafka_bootstrap: str, capsys: pytest.CaptureFixture[str]
+    bench: ModuleType, kafka_bootstrap: str, second_kafka_bootstrap: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if shutil.which("java") is None or shutil.which("mvn") is None:
         pytest.skip("the MirrorMaker 2 side needs java and mvn")

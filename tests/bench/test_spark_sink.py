@@ -21,11 +21,9 @@ def bench(load_bench: Callable[[str], ModuleType]) -> ModuleType:
 
 @pytest.mark.parametrize("sides", ["pyarrow,headwater", "headwater,flink", ""])
 def test_sides_must_start_with_headwater_and_be_known(
-    bench: ModuleType, sides: str, capsys: pytest.CaptureFixture[str]
+    bench: ModuleType, sides: str, assert_rejects_sides: Callable[[ModuleType, str], None]
 ) -> None:
-    with pytest.raises(SystemExit) as raised:
-        bench.main(["--sides", sides])
-    assert raised.value.code == 2 and "--sides" in capsys.readouterr().err
+    assert_rejects_sides(bench, sides)
 
 
 @pytest.mark.parametrize("size", [100, 180])
