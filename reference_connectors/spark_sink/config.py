@@ -40,13 +40,19 @@ SPARK_PREFIX = "spark."
 SPARK_DEFAULTS: dict[str, str] = {
     "spark.master": "local[2]",
     "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    "spark.sql.execution.arrow.localRelationThreshold": "0",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.log.level": "ERROR",
 }
-"""Session settings a connector does not give: a small local session, no UI, few shuffle partitions."""
+"""Session settings a connector does not give: a small local session, no UI, few shuffle partitions. Two are for
+the write path's speed: the throughput collector (a flush is a batch job; G1's concurrent marking took a quarter of
+the JVM's CPU), and no local relation for Arrow batches (below that threshold, 48 MB by default, Spark turns a whole
+flush into rows on the driver in one thread and ships them inside the tasks; with 0 the executors convert the
+batches in parallel: a warm 250,000-row write went from about 1.9 s to 1.2 s, a first one from 5.5 s to 2.2 s)."""
 
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

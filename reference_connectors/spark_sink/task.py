@@ -14,8 +14,9 @@ and keeps its offsets in the table rather than trusting the consumer group.
   offsets are only advisory: a crash at any point neither loses nor repeats a row.
 - **close** drops the buffered records of the partitions (they may be lost to another task already).
 - **Background writes** (``write.background``, the default): a flush hands its records to a writer thread and the
-  task goes on buffering, so reading and parsing overlap Spark's write. At most one write is in flight: the next
-  flush waits for it. Its offsets count as written (for ``pre_commit``, with a ``request_commit``) once it is in the
+  task goes on buffering, so reading and parsing overlap Spark's write. At most one write is in flight: a flush by
+  records or bytes waits for it; a flush by time comes at the first look after it ends, the task reading on
+  meanwhile. Its offsets count as written (for ``pre_commit``, with a ``request_commit``) once it is in the
   table; ``open``, ``close`` and ``stop`` wait for it, so a partition never changes hands mid-write.
 """
 
@@ -91,7 +92,7 @@ class SparkSinkTask(SinkTask):
         waits = []
         if reason is not None:
             written = self.flush_buffer(reason) or written
-        elif self.buffer.oldest_ms is not None:
+        elif self.buffer.oldest_ms is not None and self.pending is None:
             waits.append(max(self.buffer.oldest_ms + self.config.flush_interval_ms - now, 1))
         if self.pending is not None:
             waits.append(PENDING_CHECK_MS)
@@ -101,7 +102,9 @@ class SparkSinkTask(SinkTask):
             self.context.request_commit()
 
     def _due(self, now: int) -> str | None:
-        """Why the buffer must be flushed now, or ``None``."""
+        """Why the buffer must be flushed now, or ``None``. A buffer that is due by time only waits for the write
+        in flight to end (it is flushed at the first look after that) while the task goes on reading: flushing
+        now would stop reading until that write ends and then write fewer rows."""
         buffer = self.buffer
         if not buffer.records:
             return None
@@ -110,7 +113,7 @@ class SparkSinkTask(SinkTask):
         if buffer.bytes >= self.config.flush_max_bytes:
             return "bytes"
         if buffer.oldest_ms is not None and now - buffer.oldest_ms >= self.config.flush_interval_ms:
-            return "time"
+            return "time" if self.pending is None else None
         return None
 
     def flush_buffer(self, reason: str) -> bool:

@@ -5,6 +5,7 @@ that do not fit the schema."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,43 @@ def test_background_writes_overlap_buffering_and_commit_only_what_is_in_the_tabl
     assert ids(read_rows(tmp_path / "t", "parquet")) == list(range(40))
     task = sink_task(worker)
     assert task.flushes["records"] == 5 and task.writer is not None and task.writer.writes == 5
+
+
+def test_a_flush_due_by_time_waits_for_the_write_in_flight_while_the_task_reads_on(
+    make: MakeWorker, tmp_path: Path, read_rows: Any
+) -> None:
+    worker = make(consumer_max_poll_records=4)
+    add_sink(worker, "sink", tmp_path / "t", flush_max_records=1000, flush_interval_ms=100, write_background="true")
+    worker.run_until(lambda: sink_task(worker).writer is not None, what="the task started")
+    task = sink_task(worker)
+    writer = task.writer
+    assert writer is not None
+    gate = threading.Event()
+    write = writer.write
+
+    def held_write(parts: Any) -> dict[TopicPartition, int]:
+        if not gate.wait(20):
+            raise TimeoutError("the test never let the write go on")
+        return write(parts)
+
+    writer.write = held_write  # type: ignore[method-assign]
+    produce(worker, range(4))
+    worker.run_until(lambda: task.pending is not None, what="a first write in flight")
+    first = task.pending
+    produce(worker, range(4, 12))
+    worker.run_until(lambda: task.buffer.records == 8, what="records read while the write is in flight")
+    worker.advance(1_000)  # the buffer is long due by time, the write still in flight: reading went on
+    assert (task.pending, task.buffer.records, task.flushes["time"]) == (first, 8, 1)
+    gate.set()
+
+    def all_written() -> bool:
+        if task.pending is not None:
+            task.pending.result(timeout=120)  # a real-time write: let it end before the virtual clock runs on
+        return writer.rows == 12
+
+    worker.run_until(all_written, what="12 rows written")
+    assert task.flushes["time"] == 2 and writer.writes == 2
+    assert ids(read_rows(tmp_path / "t", "parquet")) == list(range(12))
 
 
 def test_a_failed_background_write_fails_the_task_and_commits_nothing(make: MakeWorker, tmp_path: Path) -> None:
