@@ -65,6 +65,7 @@ Maven; without them the bench stops, naming what to install. Run it with::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import select
 import signal
@@ -83,7 +84,7 @@ from kafka_pipeline import Child, Inspector, scratch
 
 from headwater.harness.broker import BrokerUnavailable, require_tools
 from headwater.harness.cluster import find_cluster
-from headwater.harness.databases import PostgresServer
+from headwater.harness.databases import postgres_url
 from headwater.harness.kafka_worker import KafkaInspector
 from headwater.harness.scratch import ScratchDatabase
 from headwater.runtime.herder import StandaloneHerder
@@ -376,27 +377,23 @@ def main(argv: list[str] | None = None) -> int:
         except BrokerUnavailable as exc:
             raise SystemExit(f"the debezium side: {exc}; or leave it out with --sides headwater,raw") from exc
     cluster = find_cluster(args.kafka_bootstrap)
-    server, url = None, args.postgres_url
-    if url is None:
-        server = PostgresServer().start()
-        url = server.url
-    database = ScratchDatabase.on_server("postgres", url)
     ratios: list[str] = []
     try:
-        bench = CdcBench(args, database, cluster.bootstrap_servers)
-        bench.prepare([side for side in SIDES if side in sides])
-        raw_rate = bench.raw() if "raw" in sides else None
-        rate, p99 = bench.headwater()
-        if raw_rate is not None:
-            ratios.append(f"vs_raw={rate / raw_rate:.2f}")
-        if "debezium" in sides:
-            with scratch(args.keep) as directory:
-                debezium_rate, _ = bench.debezium(directory)
-            ratios.append(f"vs_debezium={rate / debezium_rate:.2f}")
+        with (
+            postgres_url(args.postgres_url) as url,
+            contextlib.closing(ScratchDatabase.on_server("postgres", url)) as database,
+        ):
+            bench = CdcBench(args, database, cluster.bootstrap_servers)
+            bench.prepare([side for side in SIDES if side in sides])
+            raw_rate = bench.raw() if "raw" in sides else None
+            rate, p99 = bench.headwater()
+            if raw_rate is not None:
+                ratios.append(f"vs_raw={rate / raw_rate:.2f}")
+            if "debezium" in sides:
+                with scratch(args.keep) as directory:
+                    debezium_rate, _ = bench.debezium(directory)
+                ratios.append(f"vs_debezium={rate / debezium_rate:.2f}")
     finally:
-        database.close()
-        if server is not None:
-            server.stop()
         cluster.stop()
     print(" ".join([f"events_per_s={rate:.0f} p99_ms={p99:.0f}", *ratios]))
     return 0

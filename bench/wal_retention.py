@@ -9,12 +9,14 @@ with ``offset.flush.interval.ms=500`` and ``heartbeat.interval.ms`` 500 (on) or 
 slot of its own. After each chunk, and after the workload (up to ``--settle-s`` seconds for the slot to catch up:
 its restart position moves only at the next record of running transactions, which PostgreSQL's background writer
 logs every 15 s), the bench prints the slot's retained WAL: ``pg_current_wal_lsn() - restart_lsn`` of
-``pg_replication_slots``, in MB.
+``pg_replication_slots``, in MB. After each chunk it also prints the unconfirmed WAL
+(``pg_current_wal_lsn() - confirmed_flush_lsn``): with heartbeats it is back to 0 within the pause after each chunk
+(``--chunk-pause-s``, 1 s) while the retained WAL waits for that record; without them it grows with the workload.
 
 Last line: ``retained_mb_heartbeat=<a> retained_mb_off=<b>``; the target is a < 16 while b grows with the
 workload. Run it with::
 
-    python bench/wal_retention.py [--wal-mb 100] [--chunks 10] [--settle-s 30] [--debug]
+    python bench/wal_retention.py [--wal-mb 100] [--chunks 10] [--settle-s 30] [--postgres-url URL] [--debug]
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from headwater.harness.databases import PostgresServer
+from headwater.harness.databases import postgres_url
 from headwater.harness.scratch import ScratchDatabase
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.storage.offsets import MemoryOffsetStore
@@ -39,6 +41,14 @@ ROW_BYTES = 1000
 def retained_mb(database: ScratchDatabase, slot: str) -> float:
     value = database.scalar(
         f"SELECT pg_current_wal_lsn() - restart_lsn FROM pg_replication_slots WHERE slot_name = '{slot}'"
+    )
+    return round(float(value) / MB, 1)
+
+
+def unconfirmed_mb(database: ScratchDatabase, slot: str) -> float:
+    """WAL written since the slot's confirmed flush position (what the connector has yet to confirm), in MB."""
+    value = database.scalar(
+        f"SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '{slot}'"
     )
     return round(float(value) / MB, 1)
 
@@ -95,7 +105,10 @@ def run(server_url: str, heartbeat_ms: int, args: argparse.Namespace) -> float:
             next_id = write_chunk(busy, args.wal_mb / args.chunks, next_id)
             time.sleep(args.chunk_pause_s)
             written = (wal_position(busy) - start) / MB
-            print(f"{label}: {written:.1f} MB of WAL written, retained {retained_mb(app, slot)} MB")
+            print(
+                f"{label}: {written:.1f} MB of WAL written, retained {retained_mb(app, slot)} MB, "
+                f"unconfirmed {unconfirmed_mb(app, slot)} MB"
+            )
             if args.debug:
                 print(f"  slot {app.query(SLOT_STATE.format(slot=slot))}, tasks {list(worker.tasks.values())}")
         # the slot's restart position moves at the next record of running transactions, which the background
@@ -119,14 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=10)
     parser.add_argument("--chunk-pause-s", type=float, default=1.0)
     parser.add_argument("--settle-s", type=float, default=30)
+    parser.add_argument("--postgres-url", default=None, help="A running server to use (SQLAlchemy URL, superuser).")
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
-    server = PostgresServer().start()
-    try:
-        with_heartbeats = run(server.url, 500, args)
-        without = run(server.url, 0, args)
-    finally:
-        server.stop()
+    with postgres_url(args.postgres_url) as url:
+        with_heartbeats = run(url, 500, args)
+        without = run(url, 0, args)
     print(f"retained_mb_heartbeat={with_heartbeats} retained_mb_off={without}")
     return 0
 

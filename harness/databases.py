@@ -28,6 +28,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -240,6 +241,20 @@ class MariadbServer:
 
 
 SERVERS: dict[str, type[PostgresServer] | type[MariadbServer]] = {"postgres": PostgresServer, "mariadb": MariadbServer}
+
+
+@contextlib.contextmanager
+def postgres_url(url: str | None = None) -> Iterator[str]:
+    """``url`` when given; otherwise a PostgreSQL server of the harness's own is started for the block, its
+    superuser's URL given, and the server stopped after the block (the benches' ``--postgres-url``)."""
+    if url is not None:
+        yield url
+        return
+    server = PostgresServer().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 def _state_path(kind: str) -> Path:

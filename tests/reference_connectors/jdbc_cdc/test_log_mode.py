@@ -18,7 +18,17 @@ from headwater.reference_connectors.jdbc_cdc import JdbcCdcSourceConnector, defa
 from headwater.reference_connectors.jdbc_cdc.pgoutput import parse_lsn
 from headwater.runtime.tasks.base import State
 
-from .test_trigger_mode import CENTS, EXACT, HUGE, create_orders, create_prices, events, prices_row, row, wait_for
+from .test_trigger_mode import (
+    CENTS,
+    EXACT,
+    HUGE,
+    assert_price_changes,
+    create_orders,
+    create_prices,
+    events,
+    row,
+    wait_for,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -277,16 +287,7 @@ def test_decimals_arrive_as_their_exact_text_or_as_doubles_and_floats_stay_numbe
     mode = {} if decimals == "string" else {"decimal_handling_mode": "double"}  # string is the default
     config = log_config(database, prefix, table_include_list="public.prices", replica_identity_full=True, **mode)
     worker.add_connector("cdc", JdbcCdcSourceConnector, {**config, **converters})
-    topic = f"{prefix}.public.prices"
-    wait_for(worker, topic, 1)
-    database.execute("INSERT INTO prices VALUES (2, 12.5, 0.10, 2.5)", "UPDATE prices SET f = 0.25 WHERE id = 1")
-    wait_for(worker, topic, 3)
-    first = prices_row(database, decimals, 1, EXACT, CENTS, 0.1)
-    assert events(worker, topic) == [
-        ("r", None, first),
-        ("c", None, prices_row(database, decimals, 2, "12.5", "0.10", 2.5)),
-        ("u", first, {**first, "f": 0.25}),
-    ]
+    first = assert_price_changes(worker, database, f"{prefix}.public.prices", decimals)
     exact = (EXACT, CENTS) if decimals == "string" else (float(EXACT), float(CENTS))
     assert (first["exact"], first["cents"]) == exact
 

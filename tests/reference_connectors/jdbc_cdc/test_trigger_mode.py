@@ -232,15 +232,11 @@ def prices_row(database: ScratchDatabase, decimals: str, id: int, exact: str, ce
     }
 
 
-@pytest.mark.parametrize("decimals", ["string", "double"])
-def test_decimals_arrive_as_their_exact_text_or_as_doubles_and_floats_stay_numbers(
-    make_simulated_worker: Make, database: ScratchDatabase, prefix: str, decimals: str
-) -> None:
-    create_prices(database)
-    worker = make_simulated_worker()
-    mode = {} if decimals == "string" else {"decimal_handling_mode": "double"}  # string is the default
-    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, table_include_list="prices", **mode))
-    topic = orders_topic(database, prefix, "prices")
+def assert_price_changes(
+    worker: SimulatedWorker, database: ScratchDatabase, topic: str, decimals: str
+) -> dict[str, Any]:
+    """After the snapshot of ``create_prices``'s row, insert a row and update the first one's float; check the three
+    events (decimals as ``decimals`` says, the float a number throughout) and return the first row's image."""
     wait_for(worker, topic, 1)
     database.execute("INSERT INTO prices VALUES (2, 12.5, 0.10, 2.5)", "UPDATE prices SET f = 0.25 WHERE id = 1")
     wait_for(worker, topic, 3)
@@ -250,6 +246,18 @@ def test_decimals_arrive_as_their_exact_text_or_as_doubles_and_floats_stay_numbe
         ("c", None, prices_row(database, decimals, 2, "12.5", "0.10", 2.5)),
         ("u", first, {**first, "f": 0.25}),
     ]
+    return first
+
+
+@pytest.mark.parametrize("decimals", ["string", "double"])
+def test_decimals_arrive_as_their_exact_text_or_as_doubles_and_floats_stay_numbers(
+    make_simulated_worker: Make, database: ScratchDatabase, prefix: str, decimals: str
+) -> None:
+    create_prices(database)
+    worker = make_simulated_worker()
+    mode = {} if decimals == "string" else {"decimal_handling_mode": "double"}  # string is the default
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, table_include_list="prices", **mode))
+    first = assert_price_changes(worker, database, orders_topic(database, prefix, "prices"), decimals)
     exact = first["exact"]
     if decimals == "double":
         assert isinstance(exact, float) and math.isclose(exact, float(EXACT), rel_tol=1e-14)
