@@ -43,23 +43,23 @@ per row written.
   its latency is printed on its own line.
 
 Last line: ``events_per_s=<connector rows/s> p99_ms=<p99 latency> vs_raw=<connector rate / raw rate>
-vs_debezium=<connector rate / Debezium's rate>`` (a ratio only for a side that ran: ``--sides`` picks them,
-headwater always among them). The vs_raw target is >= 0.8. It was met on a 2-core machine with little else running:
+vs_debezium=<connector rate / Debezium's rate>`` (a ratio only for a side that ran: ``--sides`` picks them, headwater
+always among them). The vs_raw target is >= 0.8. It was met on a 2-core machine with little else running:
 ``events_per_s=102443 p99_ms=18 vs_raw=0.87`` (with the JSON converter and one dict per event it was
-``events_per_s=33635 p99_ms=19 vs_raw=0.26``). On another 2-core machine, whose raw read ran faster (132,000 to
-163,000 rows/s), five runs gave vs_raw 0.55 to 0.79 with the connector at 85,000 to 115,000 rows/s: not met there.
-Its task thread is then busy all the time: about 30% writing the JSON images, 20% confluent-kafka's ``produce``,
-the rest reading messages (including about 10% waiting for the walsender, which shares the cores). The connector's side needs about twice the CPU per row of the raw
-side (its thread, librdkafka and the broker beside the walsender), so other load on the machine lowers the ratio
-(0.43 to 0.76 with other jobs taking a core). With Debezium 3.6.0.Final on Connect 4.3.1, same machine, load about
-0.6 when it started: ``events_per_s=75898 p99_ms=20 vs_raw=1.09 vs_debezium=14.79``, and ``vs_debezium=9.33`` in
-another run. Debezium read the backlog at 5,100 to 7,100 rows/s (7,900 over the second half, its JIT warm) with a
-p99 of about 200 ms in its steady phase (its poll waits up to ``poll.interval.ms`` for a full batch); its JVM used
-65 s of CPU for about 110,000 events, start-up and JIT compilation included, beside the broker and the walsender on
-the same two cores, so the ratio says as much about a small machine as about Debezium. Its log shows an ERROR at
-start-up: Debezium's ``CloudEventsConverter`` cannot be loaded from the plugin directory (it looks up a
-``JsonConverter`` method with its own Jackson types); nothing here uses it. The debezium side needs Java 17 and
-Maven; without them the bench stops, naming what to install. Run it with::
+``events_per_s=33635 p99_ms=19 vs_raw=0.26``). On another 2-core machine, whose raw read ran faster (132,000 to 163,000
+rows/s), five runs gave vs_raw 0.55 to 0.79 with the connector at 85,000 to 115,000 rows/s: not met there. Its task
+thread is then busy all the time: about 30% writing the JSON images, 20% confluent-kafka's ``produce``, the rest reading
+messages (including about 10% waiting for the walsender, which shares the cores). The connector's side needs about twice
+the CPU per row of the raw side (its thread, librdkafka and the broker beside the walsender), so other load on the
+machine lowers the ratio (0.43 to 0.76 with other jobs taking a core). With Debezium 3.6.0.Final on Connect 4.3.1, same
+machine, load about 0.6 when it started: ``events_per_s=75898 p99_ms=20 vs_raw=1.09 vs_debezium=14.79``, and
+``vs_debezium=9.33`` in another run. Debezium read the backlog at 5,100 to 7,100 rows/s (7,900 over the second half, its
+JIT warm) with a p99 of about 200 ms in its steady phase (its poll waits up to ``poll.interval.ms`` for a full batch);
+its JVM used 65 s of CPU for about 110,000 events, start-up and JIT compilation included, beside the broker and the
+walsender on the same two cores, so the ratio says as much about a small machine as about Debezium. Its log shows an
+ERROR at start-up: Debezium's ``CloudEventsConverter`` cannot be loaded from the plugin directory (it looks up a
+``JsonConverter`` method with its own Jackson types); nothing here uses it. The debezium side needs Java 17 and Maven;
+without them the bench stops, naming what to install. Run it with::
 
     python bench/cdc.py [--rows 100000] [--tx-rows 1000] [--steady-rate 2000] [--steady-s 10]
         [--kafka-bootstrap HOST:PORT] [--postgres-url URL] [--sides headwater,raw,debezium] [--keep DIR]
