@@ -3,6 +3,7 @@ against a real broker, SIGKILL mid-stream, SIGTERM's final commit and a sink com
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import re
@@ -24,7 +25,7 @@ from headwater.harness.cluster import docker_answers
 from headwater.harness.container import ContainerWorker, _exit_code, container_worker_skip_reason
 from headwater.harness.process import WorkerProcess
 from headwater.runtime.properties import PropertiesError
-from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker, wait_for_broker
+from headwater.runtime.standalone import GC_THRESHOLDS, STANDALONE_CONFIG, StandaloneWorker, wait_for_broker
 from headwater.runtime.standalone import main as standalone_main
 from headwater.runtime.storage.offsets import FileOffsetStore
 
@@ -248,8 +249,19 @@ def test_an_unreachable_broker_is_retried_with_growing_backoff_and_offsets_untou
     assert "Traceback" not in worker.log_text()
 
 
+@pytest.fixture
+def process_gc_restored() -> Iterator[None]:
+    """A worker command run in this process tunes its garbage collector (``tune_garbage_collector``: higher
+    thresholds, start-up objects frozen); put it back after the test, or the rest of the session collects rarely
+    and keeps what it froze (clients in reference cycles then outlive the broker)."""
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
 def test_a_corrupt_offsets_file_exits_1_before_any_broker_check(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], process_gc_restored: None
 ) -> None:
     offsets = write(tmp_path / "connect.offsets", '{"not an offsets key": 1}')
     worker = write(tmp_path / "worker.properties", GOOD_WORKER + f"offset.storage.file.filename={offsets}\n")
@@ -258,6 +270,7 @@ def test_a_corrupt_offsets_file_exits_1_before_any_broker_check(
         f"headwater standalone: error: corrupt offsets file {offsets}: entry 'not an offsets key': "
         "expected an offsets-topic key and an offset object\n"
     )
+    assert gc.get_threshold() == GC_THRESHOLDS and gc.get_freeze_count() > 0  # the worker command's tuning ran
     assert offsets.read_text() == '{"not an offsets key": 1}'
 
 
