@@ -253,7 +253,7 @@ def test_an_unreachable_broker_is_retried_with_growing_backoff_and_offsets_untou
 def process_gc_restored() -> Iterator[None]:
     """A worker command run in this process tunes its garbage collector (``tune_garbage_collector``: higher
     thresholds, start-up objects frozen); put it back after the test, or the rest of the session collects rarely
-    and keeps what it froze (clients in reference cycles then outlive the broker)."""
+    and keeps what it froze."""
     thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
