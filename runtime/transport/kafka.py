@@ -50,6 +50,9 @@ LEADER_MOVING = frozenset(
     {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
 )
 """Errors a partition answers while its leader is being elected (librdkafka does not flag them retriable here)."""
+TOPIC_MISSING = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC})
+"""Consumer errors for a subscribed topic that does not exist yet (librdkafka: "Subscribed topic not available");
+not retriable to librdkafka, yet its group consumer picks the topic up once it is created."""
 
 FULL_QUEUE_WAIT_S = 0.1
 """How long ``produce`` serves delivery reports, waiting for space, when the producer's queue is full."""
@@ -212,6 +215,7 @@ class KafkaConsumer:
         self._reset = str(config.get("auto.offset.reset", "earliest"))
         self._commits: deque[tuple[dict[TopicPartition, int], CommitCallback | None]] = deque()
         self._consumer = RdConsumer({**config, "on_commit": self._on_commit})
+        self._missing_said: set[str] = set()
         self._listener: RebalanceListener | None = None
         self._assigning: dict[TopicPartition, int] | None = None
         self._overrides: dict[TopicPartition, int] = {}
@@ -329,6 +333,9 @@ class KafkaConsumer:
                 failure = item.error()
                 if failure.code() == KafkaError._PARTITION_EOF:
                     continue
+                if failure.code() in TOPIC_MISSING:
+                    self._warn_missing(failure)
+                    continue
                 if failure.fatal() or not failure.retriable():
                     raise _error(failure)
                 log.warning("consumer error, continuing: %s", failure)
@@ -338,6 +345,14 @@ class KafkaConsumer:
             for tp in {TopicPartition(item.topic(), item.partition()) for item in raw}:
                 self._overrides.pop(tp, None)
         return KafkaRecords(raw)
+
+    def _warn_missing(self, failure: KafkaError) -> None:
+        """A subscribed topic the broker does not know (yet): the consumer waits for it, as Java's does, rather than
+        fail the task; said once per message librdkafka gives."""
+        text = failure.str()
+        if text not in self._missing_said:
+            self._missing_said.add(text)
+            log.warning("%s; waiting for it to be created", text)
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The assigned partitions, including those being assigned while the listener runs (as with Java's

@@ -116,6 +116,25 @@ def test_group_consumer_assigns_reads_and_commits(
     assert consumer.committed([tp0]) == {tp0: 4}
 
 
+def test_a_consumer_of_a_topic_not_created_yet_waits_for_it_instead_of_failing(
+    kafka_bootstrap: str, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    transport = KafkaTransport(kafka_bootstrap)  # the worker's settings: no faster metadata refresh
+    consumer = transport.consumer(unique_name, {})
+    try:
+        consumer.subscribe([unique_name], Listener())
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # librdkafka reports the topic missing; that is no task failure
+            assert list(consumer.poll(500, 100)) == []
+        assert f"Subscribed topic not available: {unique_name}" in caplog.text
+        assert caplog.text.count("Subscribed topic not available") == 1  # said once, not at every poll
+        produce(transport, unique_name, 2)  # the broker creates it (auto.create.topics.enable, as by default)
+        got = poll_until([consumer], lambda got: len(got) >= 2, timeout_s=60)
+        assert [m.value for m in got] == [b"v0", b"v1"]
+    finally:
+        consumer.close()
+
+
 def test_a_new_member_starts_from_the_committed_offset_and_a_seek_in_assign_wins(
     transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer], unique_name: str
 ) -> None:
