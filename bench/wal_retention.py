@@ -38,19 +38,17 @@ SLOT_STATE = "SELECT confirmed_flush_lsn, restart_lsn FROM pg_replication_slots 
 ROW_BYTES = 1000
 
 
+def behind_mb(database: ScratchDatabase, slot: str, position: str) -> float:
+    """WAL written since the slot's ``position`` (``restart_lsn``: what the server retains for it;
+    ``confirmed_flush_lsn``: what the connector has yet to confirm), in MB."""
+    value = database.scalar(
+        f"SELECT pg_current_wal_lsn() - {position} FROM pg_replication_slots WHERE slot_name = '{slot}'"
+    )
+    return round(float(value) / MB, 1)
+
+
 def retained_mb(database: ScratchDatabase, slot: str) -> float:
-    value = database.scalar(
-        f"SELECT pg_current_wal_lsn() - restart_lsn FROM pg_replication_slots WHERE slot_name = '{slot}'"
-    )
-    return round(float(value) / MB, 1)
-
-
-def unconfirmed_mb(database: ScratchDatabase, slot: str) -> float:
-    """WAL written since the slot's confirmed flush position (what the connector has yet to confirm), in MB."""
-    value = database.scalar(
-        f"SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '{slot}'"
-    )
-    return round(float(value) / MB, 1)
+    return behind_mb(database, slot, "restart_lsn")
 
 
 def wal_position(database: ScratchDatabase) -> int:
@@ -107,7 +105,7 @@ def run(server_url: str, heartbeat_ms: int, args: argparse.Namespace) -> float:
             written = (wal_position(busy) - start) / MB
             print(
                 f"{label}: {written:.1f} MB of WAL written, retained {retained_mb(app, slot)} MB, "
-                f"unconfirmed {unconfirmed_mb(app, slot)} MB"
+                f"unconfirmed {behind_mb(app, slot, 'confirmed_flush_lsn')} MB"
             )
             if args.debug:
                 print(f"  slot {app.query(SLOT_STATE.format(slot=slot))}, tasks {list(worker.tasks.values())}")
