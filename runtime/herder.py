@@ -97,8 +97,9 @@ class StandaloneHerder:
 
     @_locked
     def delete_connector(self, name: str) -> None:
-        """Stop the tasks, then the connector, both with ``connector_deleted=True``; then reset its active topics
-        (its tasks can no longer write them back) and forget its config and statuses.
+        """Stop the tasks, then the connector, both with ``connector_deleted=True``, whatever its state (a
+        STOPPED connector's instance is started to be told: :meth:`Worker.delete_connector`); then reset its active
+        topics (its tasks can no longer write them back) and forget its config and statuses.
 
         Source offsets stay in the offset store (Kafka Connect keeps them too).
         """
@@ -308,7 +309,10 @@ class StandaloneHerder:
     def _stop_all(self, name: str, connector_deleted: bool) -> None:
         self._stop_tasks(self.worker.task_ids(name), connector_deleted=connector_deleted)
         self.task_configs.pop(name, None)
-        self.worker.stop_connector(name, connector_deleted=connector_deleted)
+        if connector_deleted:
+            self.worker.delete_connector(name, self.configs[name])
+        else:
+            self.worker.stop_connector(name)
 
     def _stop_tasks(self, ids: list[TaskId], connector_deleted: bool = False) -> None:
         """Stop the tasks; unless their connector is deleted, record the topics they used up to their last

@@ -116,6 +116,10 @@ class Worker:
         self._heartbeat_topics: set[str] = set()
         self.cancelled: list[TaskId] = []
         """Tasks that outlived the graceful timeout: no final commit, and their stop hook may never run."""
+        self.cleanup_errors: list[tuple[str, str]] = []
+        """Deleted connectors whose cleanup may be incomplete, with why: ``stop(connector_deleted=True)`` raised or
+        could not be delivered, or the instance started to receive it failed to start (see :meth:`delete_connector`).
+        Each is also logged as an error."""
 
     # ---- connectors ------------------------------------------------------------------------------------------
 
@@ -130,10 +134,14 @@ class Worker:
             parsed.update(probe.validate(props))
         return cls, parsed
 
-    def start_connector(self, name: str, props: Mapping[str, Any], paused: bool = False) -> WorkerConnector:
+    def start_connector(
+        self, name: str, props: Mapping[str, Any], paused: bool = False, report: bool = True
+    ) -> WorkerConnector:
+        """Create and start a connector instance; one whose ``start`` raises is kept, FAILED. ``report=False``
+        keeps its state changes from the listener (an instance started only to be told it is deleted)."""
         cls, parsed = self.validate({**props, "name": name})
         instance = cls()
-        connector = WorkerConnector(name, instance, parsed, listener=self.listener)
+        connector = WorkerConnector(name, instance, parsed, listener=self.listener if report else None)
         self.connectors[name] = connector
         try:
             connector.hooks = plugin_manager(instance, self.plugins).hook
@@ -153,6 +161,8 @@ class Worker:
         return [{str(k): str(v) for k, v in c.items()} for c in configs]
 
     def stop_connector(self, name: str, connector_deleted: bool = False) -> None:
+        """Stop the connector instance running here, if any, with the ``stop`` hook; a deleted connector is
+        stopped through :meth:`delete_connector`, which covers the states where none runs."""
         connector = self.connectors.get(name)
         if connector is None or connector.stop_delivered is not None:
             self.connectors.pop(name, None)
@@ -160,12 +170,54 @@ class Worker:
         try:
             if connector.hooks is not None:
                 connector.hooks.stop(instance=connector.instance, connector_deleted=connector_deleted)
-        except Exception:
+            elif connector_deleted:
+                self._cleanup_failed(name, "stop(connector_deleted=True) not delivered: its hooks were never set up")
+        except Exception as error:
             log.exception("connector %s failed in stop", name)
+            if connector_deleted:
+                self._cleanup_failed(name, f"stop(connector_deleted=True) raised {error!r}")
         connector.stop_delivered = connector_deleted
         del self.connectors[name]
         if connector.state is not State.FAILED:
             connector.set_state(State.STOPPED)
+
+    def delete_connector(self, name: str, props: Mapping[str, Any] | None) -> None:
+        """Deliver ``stop(connector_deleted=True)`` to the connector whatever its state, after the herder stopped
+        its tasks (they get the flag from :meth:`stop_tasks`).
+
+        The instance running here gets it: RUNNING, PAUSED, or FAILED (a connector whose ``start`` raised keeps
+        its instance). When none runs here (a STOPPED connector, which Kafka Connect runs no instance of), a fresh
+        instance is started from ``props``, the connector's last config, without reporting its state, and stopped
+        with the flag at once; no task is started. When that ``start`` raises, the instance still gets
+        ``stop(connector_deleted=True)``, to remove what it can, as a FAILED connector's instance does. Nothing
+        here raises: the delete goes through, and whatever kept the cleanup from running or completing is logged
+        as an error and kept in :attr:`cleanup_errors`."""
+        if name not in self.connectors:
+            if props is None:
+                self._cleanup_failed(name, "stop(connector_deleted=True) not delivered: its config is not known here")
+                return
+            log.info(
+                "connector %s deleted while no instance of it runs here: starting one with its config to deliver "
+                "stop(connector_deleted=True)",
+                name,
+            )
+            try:
+                connector = self.start_connector(name, props, report=False)
+            except Exception as error:  # its class or config no longer loads: there is no instance to tell
+                self._cleanup_failed(name, f"stop(connector_deleted=True) not delivered: {error!r}")
+                return
+            if connector.state is State.FAILED:
+                reason = (connector.trace or "").strip().splitlines()[-1:] or ["?"]
+                self._cleanup_failed(
+                    name,
+                    f"the instance started to deliver stop(connector_deleted=True) failed in start ({reason[0]}); "
+                    "it is stopped with connector_deleted=True all the same",
+                )
+        self.stop_connector(name, connector_deleted=True)
+
+    def _cleanup_failed(self, name: str, why: str) -> None:
+        log.error("connector %s deleted, but what it provisioned may remain: %s", name, why)
+        self.cleanup_errors.append((name, why))
 
     # ---- tasks -----------------------------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """The JDBC-CDC source connector: provisions what its capture mode needs when it starts, runs one task, and removes
 what it provisioned only when it is deleted (``stop(connector_deleted=True)``, seed KIP-901), never on a plain stop,
-restart or reconfiguration."""
+restart or reconfiguration. The runtime delivers that stop whatever state the connector is deleted in, to an
+instance whose ``start`` may have raised part way (a FAILED connector, or the instance a worker starts to tell a
+STOPPED one), so the cleanup needs only the config: it finds what to drop by name."""
 
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ class JdbcCdcSourceConnector(SourceConnector):
         raises :class:`~headwater.sdk.ConnectError` for a missing table, missing privileges or ``wal_level``."""
         self.config = dict(config)
         self.cdc = CdcConfig.parse(config)
-        self.engine = make_engine(self.cdc.url)
+        self.engine = make_engine(self.cdc.url)  # before anything that can fail: a failed start still cleans up
         tables = discover(self.engine, self.cdc.include, self.cdc.exclude, internal=[self.cdc.audit_table])
         if self.cdc.mode == LOG:
             from headwater.reference_connectors.jdbc_cdc.logical import LogProvisioner
@@ -60,7 +62,8 @@ class JdbcCdcSourceConnector(SourceConnector):
 
     @hookimpl(specname="stop")
     def on_stop(self, connector_deleted: bool) -> None:
-        """On delete, drop every trigger and the audit table, or the slot and the publication."""
+        """On delete, drop every trigger and the audit table, or the slot and the publication, by their names
+        (also after a ``start`` that raised once the engine was made)."""
         engine = self.engine
         if engine is None:
             return

@@ -142,7 +142,8 @@ class DistributedHerder:
 
     def delete_connector(self, name: str) -> None:
         """Tombstone the connector's config and target state. The workers running it then give up its slots: its
-        tasks and the connector get ``stop(connector_deleted=True)``, its active topics are reset, its statuses
+        tasks and the connector get ``stop(connector_deleted=True)``, whatever the connector's state (the owner of
+        a STOPPED connector's slot starts an instance to tell it), its active topics are reset, its statuses
         removed. Source offsets stay (Kafka Connect keeps them too)."""
         with self.lock:
             self._require(name)

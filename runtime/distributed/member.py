@@ -5,9 +5,10 @@ A connector starts when its slot is assigned; its worker asks it for task config
 topic when they differ from the committed ones (at start, when its config changes, when it asks for a
 reconfiguration). A task starts when its slot is assigned, after the offsets topic is read to its end (so it resumes
 from its previous owner's last commit, which came before that owner gave the slot up). Revoked or lost slots stop
-what runs on them, with ``connector_deleted=True`` exactly when the connector is gone from the config store; the
-worker then resets a deleted connector's active topics and forgets its statuses. Target states (PAUSED, STOPPED)
-and restart requests apply to whatever of the connector runs here.
+what runs on them, with ``connector_deleted=True`` exactly when the connector is gone from the config store (the
+connector's own slot delivers it whatever the connector's state: a STOPPED one's instance is started from its
+last config to be told); the worker then resets a deleted connector's active topics and forgets its
+statuses. Target states (PAUSED, STOPPED) and restart requests apply to whatever of the connector runs here.
 
 Everything here runs on the herder's thread: in its loop and inside the groups' rebalance callbacks.
 """
@@ -75,11 +76,12 @@ class Member:
             name = self.connector_slots.pop(slot.topic, None)
             if name is None:
                 continue
-            deleted = self.configs.connector_config(name) is None
-            self.worker.stop_connector(name, connector_deleted=deleted)
             self.applied.pop(name, None)
-            if deleted:
+            if self.configs.connector_config(name) is None:
+                self.worker.delete_connector(name, self.configs.last_config(name))
                 self._forget(name)
+            else:
+                self.worker.stop_connector(name)
 
     def tasks_assigned(self, slots: list[Slot]) -> None:
         for slot in slots:

@@ -10,6 +10,7 @@ already in the topic when a worker starts are history, not acted on.
 from __future__ import annotations
 
 import collections
+import copy
 from typing import Any, NamedTuple
 
 from headwater.runtime.storage.configs import Record
@@ -56,8 +57,9 @@ def parse_restart(key: bytes | None, value: bytes | None) -> RestartRequest | No
 
 class ClusterConfigStore(KafkaConfigStore):
     """The config store of a distributed worker: a :class:`KafkaConfigStore` that also counts the records it reads
-    (:attr:`version`, so a worker sees at a glance whether anything changed) and keeps the restart requests read
-    after :meth:`start` for :meth:`restart_requests`."""
+    (:attr:`version`, so a worker sees at a glance whether anything changed), keeps the restart requests read
+    after :meth:`start` for :meth:`restart_requests`, and the last config of each deleted connector for
+    :meth:`last_config`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Takes :class:`KafkaConfigStore`'s arguments."""
@@ -65,6 +67,7 @@ class ClusterConfigStore(KafkaConfigStore):
         self.version = 0
         self._requests: collections.deque[RestartRequest] = collections.deque()
         self._following = False
+        self._deleted: dict[str, dict[str, Any]] = {}
 
     def start(self) -> None:
         super().start()
@@ -84,7 +87,19 @@ class ClusterConfigStore(KafkaConfigStore):
             found.append(self._requests.popleft())
         return found
 
+    def last_config(self, name: str) -> dict[str, Any] | None:
+        """The connector's config or, once it is deleted, the last config read for it: what an instance started to
+        be told ``stop(connector_deleted=True)`` is given."""
+        found = self.connector_config(name)
+        if found is None and name in self._deleted:
+            found = copy.deepcopy(self._deleted[name])
+        return found
+
     def _apply(self, key: bytes | None, value: bytes | None) -> None:
+        if value is None and key is not None and key.startswith(b"connector-"):
+            name = key.decode("utf-8", "replace").removeprefix("connector-")
+            if (config := self.connector_config(name)) is not None:
+                self._deleted[name] = config
         super()._apply(key, value)
         self.version += 1
         if self._following and (request := parse_restart(key, value)) is not None:

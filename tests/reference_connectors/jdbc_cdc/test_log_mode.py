@@ -19,10 +19,13 @@ from headwater.reference_connectors.jdbc_cdc.pgoutput import parse_lsn
 from headwater.runtime.tasks.base import State
 
 from .test_trigger_mode import (
+    AUDIT,
     CENTS,
+    DELETED_WHILE,
     EXACT,
     HUGE,
     assert_price_changes,
+    bring_to,
     create_orders,
     create_prices,
     events,
@@ -175,6 +178,27 @@ def test_plain_stop_keeps_slot_and_publication_and_delete_drops_them(
     worker.delete_connector("cdc")
     assert database.slots() == []
     assert SLOT not in database.publications()
+
+
+@pytest.mark.parametrize("state", DELETED_WHILE)
+def test_delete_drops_the_slot_and_the_publication_whatever_the_connectors_state(
+    make_simulated_worker: Make, postgres_database: ScratchDatabase, prefix: str, state: str
+) -> None:
+    database = postgres_database
+    create_orders(database, (1, "item1", 1))
+    worker = make_simulated_worker()
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, log_config(database, prefix, table_include_list="public.orders,public.notes")
+    )
+    wait_for(worker, f"{prefix}.public.orders", 1)
+    bring_to(worker, database, state)
+    assert database.slots() == [SLOT] and SLOT in database.publications(), "kept until the delete"
+    worker.delete_connector("cdc")
+    assert database.slots() == []
+    assert SLOT not in database.publications()
+    assert database.triggers() == [] and AUDIT not in database.tables()
+    assert worker.herder.connectors() == []
+    assert len(worker.worker.cleanup_errors) == (1 if "dropped" in state else 0), worker.worker.cleanup_errors
 
 
 def test_a_role_without_replication_fails_the_connector_saying_what_to_grant(

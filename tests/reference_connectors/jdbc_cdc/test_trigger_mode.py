@@ -148,6 +148,45 @@ def test_plain_stop_keeps_triggers_and_audit_table_and_delete_drops_them(
     assert AUDIT not in database.tables()
 
 
+DELETED_WHILE = ["stopped", "paused", "failed", "stopped, a captured table dropped since"]
+"""States a connector capturing ``orders`` and ``notes`` is deleted in: the last one makes the instance started to
+be told fail in ``start`` (the table it captures is gone), and it cleans up all the same."""
+
+
+def bring_to(worker: SimulatedWorker, database: ScratchDatabase, state: str) -> None:
+    """Bring connector ``cdc`` to one of :data:`DELETED_WHILE` (FAILED: a captured table dropped, then a restart)."""
+    if state == "paused":
+        worker.pause("cdc")
+    elif state.startswith("stopped"):
+        worker.stop_connector("cdc")
+    if state != "stopped" and state != "paused":
+        database.execute("DROP TABLE notes")
+    if state == "failed":
+        worker.restart_connector("cdc")
+    worker.advance(20)
+    expected = {"paused": State.PAUSED, "failed": State.FAILED}.get(state, State.STOPPED)
+    assert worker.herder.connector_state("cdc") is expected, worker.herder.statuses
+
+
+@pytest.mark.parametrize("state", DELETED_WHILE)
+def test_delete_drops_the_triggers_and_the_audit_table_whatever_the_connectors_state(
+    make_simulated_worker: Make, database: ScratchDatabase, prefix: str, state: str
+) -> None:
+    create_orders(database, (1, "item1", 1))
+    worker = make_simulated_worker()
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, table_include_list="orders,notes"))
+    wait_for(worker, orders_topic(database, prefix), 1)
+    bring_to(worker, database, state)
+    assert database.triggers() and AUDIT in database.tables(), "kept until the delete"
+    worker.delete_connector("cdc")
+    assert database.triggers() == []
+    assert AUDIT not in database.tables()
+    if database.kind == "postgres":
+        assert database.scalar(f"SELECT count(*) FROM pg_proc WHERE starts_with(proname, '{AUDIT}')") == 0
+    assert worker.herder.connectors() == []
+    assert len(worker.worker.cleanup_errors) == (1 if "dropped" in state else 0), worker.worker.cleanup_errors
+
+
 def test_reconfigured_include_list_drops_the_triggers_of_tables_left_out(
     make_simulated_worker: Make, sqlite_database: ScratchDatabase, prefix: str
 ) -> None:

@@ -4,12 +4,12 @@ test process, so the monitorable connectors' registry shows what each task saw."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
-from headwater.harness.monitorable import RuntimeHandles
+from headwater.harness.monitorable import MonitorableSourceConnector, RuntimeHandles
 from headwater.harness.rest_worker import RestWorker, sink_config, source_config, wait_until
 from headwater.runtime.distributed import DistributedHerder
 
@@ -34,6 +34,15 @@ def running_tasks(worker: RestWorker, name: str) -> dict[int, str]:
 
 def wait_for_tasks(worker: RestWorker, name: str, count: int) -> dict[int, str]:
     return dict(wait_until(lambda: len(found := running_tasks(worker, name)) == count and found, f"{count} tasks"))
+
+
+def spread_tasks(worker: RestWorker, name: str) -> dict[int, str]:
+    """Wait until the connector's two tasks run on two workers, and return task -> worker id. The first worker to
+    read new task configs may start both, and one moves at the next rebalance: a task moving while its connector
+    is deleted was stopped with ``connector_deleted=False`` and is not running to be told."""
+    return dict(
+        wait_until(lambda: len(set((found := running_tasks(worker, name)).values())) == 2 and found, "tasks spread")
+    )
 
 
 def running_source(make_worker: MakeWorker, topic: str) -> tuple[RestWorker, RestWorker]:
@@ -136,7 +145,7 @@ def test_delete_through_a_worker_stops_the_owners_tasks_as_deleted(
 ) -> None:
     a, b, c = make_worker(), make_worker(), make_worker()
     a.create("src", source_config(unique_name, tasks_max=2))
-    owners = wait_for_tasks(a, "src", 2)
+    owners = spread_tasks(a, "src")
     wait_until(lambda: a.topics("src") == [unique_name], "the topic recorded as active")
     idle = next(w for w in (a, b, c) if w.standalone.worker.worker_id not in owners.values())
     assert idle.http.delete("/connectors/src").status_code == 204
@@ -148,6 +157,42 @@ def test_delete_through_a_worker_stops_the_owners_tasks_as_deleted(
         wait_until(lambda w=worker: w.http.get("/connectors/src/status").status_code == 404, "the statuses gone")
     assert idle.http.get("/connectors").json() == []
     assert idle.http.delete("/connectors/src").status_code == 404
+
+
+class FailingSource(MonitorableSourceConnector):
+    """A monitorable source whose ``start`` raises (after recording it)."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        super().start(config)
+        raise RuntimeError("cannot reach the source")
+
+
+def test_delete_tells_stopped_paused_and_failed_connectors(
+    make_worker: MakeWorker, unique_name: str, runtime_handles: RuntimeHandles
+) -> None:
+    a, b = make_worker(), make_worker()
+    a.create("stopped", source_config(unique_name, tasks_max=2))
+    wait_for_tasks(a, "stopped", 2)
+    assert b.http.put("/connectors/stopped/stop").status_code == 204
+    a.wait_for_states("stopped", "STOPPED", [])
+    a.create("failed", {**source_config(unique_name), "connector.class": f"{__name__}:FailingSource"})
+    a.create("paused", source_config(unique_name, tasks_max=2))
+    spread_tasks(a, "paused")  # the only tasks of the cluster, one on each worker: none moves any more
+    assert b.http.put("/connectors/paused/pause").status_code == 202
+    a.wait_for_states("paused", "PAUSED", ["PAUSED", "PAUSED"])
+    a.wait_for_states("failed", "FAILED", [])
+    assert not [stop for name in ("stopped", "paused", "failed") for stop in stops(runtime_handles, name) if stop[1]]
+    mark = len(runtime_handles.events)
+    for name in ("stopped", "paused", "failed"):
+        assert b.http.delete(f"/connectors/{name}").status_code == 204
+    expected = {"stopped": [(None, True)], "paused": [(0, True), (1, True), (None, True)], "failed": [(None, True)]}
+    for name, told in expected.items():
+        wait_until(lambda n=name, t=told: sorted((s for s in stops(runtime_handles, n) if s[1]), key=str) == t, name)
+    since = [(c, t, event) for c, t, event, _ in runtime_handles.events[mark:] if c == "stopped"]
+    assert since == [("stopped", None, "start"), ("stopped", None, "stop")], "an instance started to be told"
+    for name in expected:
+        wait_until(lambda n=name: a.http.get(f"/connectors/{n}/status").status_code == 404, f"{name}'s statuses gone")
+    assert all(not herder(w).worker.cleanup_errors for w in (a, b))
 
 
 def test_topic_reset_through_another_worker_clears_what_the_owners_noted(

@@ -1,12 +1,14 @@
-"""Restart requests in the config topic: Kafka Connect's connector record, Headwater's task record."""
+"""Restart requests in the config topic: Kafka Connect's connector record, Headwater's task record; and the last config
+of a deleted connector, which the config store a distributed worker follows keeps."""
 
 from __future__ import annotations
 
 import pytest
 
 from headwater.runtime.distributed import RestartRequest
-from headwater.runtime.distributed.restarts import parse_restart, restart_record
+from headwater.runtime.distributed.restarts import ClusterConfigStore, parse_restart, restart_record
 from headwater.runtime.storage import ConfigView
+from headwater.runtime.storage.configs import connector_record
 
 
 def test_connector_request_is_kafka_connects_record() -> None:
@@ -55,3 +57,16 @@ def test_config_view_skips_restart_records() -> None:
     view.apply(*restart_record(RestartRequest("c")))
     assert view.configs == {}
     assert view.target_states == {}
+
+
+def test_the_store_keeps_a_deleted_connectors_last_config_for_its_cleanup() -> None:
+    store = ClusterConfigStore("127.0.0.1:1", "configs")  # records applied by hand: no broker is asked
+    store._apply(*connector_record("c", {"connector.class": "x", "v": 1}))
+    store._apply(*connector_record("c", {"connector.class": "x", "v": 2}))
+    assert store.last_config("c") == {"connector.class": "x", "v": 2}
+    store._apply(*connector_record("c", None))
+    assert store.connector_config("c") is None
+    assert store.last_config("c") == {"connector.class": "x", "v": 2}
+    store._apply(*connector_record("c", {"connector.class": "x", "v": 3}))  # created again
+    assert store.last_config("c") == {"connector.class": "x", "v": 3}
+    assert store.last_config("never") is None
