@@ -28,7 +28,7 @@ pytest: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python tools/gen_docs.py --check
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: lint typecheck docs pytest
 

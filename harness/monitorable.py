@@ -36,9 +36,13 @@ class TaskHandle:
     """What one task did, in order, and the knobs a test turns to steer it."""
 
     connector: str
+    """The connector's name."""
     task: int
+    """The task's number."""
     events: list[tuple[Any, ...]] = field(default_factory=list)
+    """``(event, detail)`` pairs in order: ``start``, ``poll``, ``put``, ``pre_commit``, ``stop``, ..."""
     records: list[SinkRecord] = field(default_factory=list)
+    """Every record a sink task was given by a successful ``put``."""
     pending: list[Any] = field(default_factory=list)
     """Values a source task returns from its next polls (when ``messages.per.poll`` is 0)."""
     log_position: int = 0
@@ -48,7 +52,9 @@ class TaskHandle:
     put_error: Exception | None = None
     """Raised by the sink's next ``put`` (then cleared)."""
     request_commit_after_put: bool = False
+    """Whether the sink task calls ``context.request_commit()`` after every ``put``."""
     committed: list[Any] = field(default_factory=list)
+    """The offsets of every commit the task was told of (its ``offsets_committed`` hook), in order."""
 
     def names(self) -> list[str]:
         """The event names in order (``["start", "put", "pre_commit", ...]``)."""
@@ -65,17 +71,20 @@ class RuntimeHandles:
 
     def __init__(self, events_file: str | None = None) -> None:
         self.tasks: dict[tuple[str, int], TaskHandle] = {}
+        """The handles by ``(connector, task)``."""
         self.events: list[tuple[str, int | None, str, Any]] = []
         """Every connector and task event across the process, in order: (connector, task or None, event, detail)."""
         self.events_file = events_file
 
     def task(self, connector: str, task: int = 0) -> TaskHandle:
+        """The handle of task ``task`` of ``connector``, made on first use (a test may set its knobs first)."""
         key = (connector, task)
         if key not in self.tasks:
             self.tasks[key] = TaskHandle(connector, task)
         return self.tasks[key]
 
     def record(self, connector: str, task: int | None, event: str, detail: Any = None) -> None:
+        """Note an event of a connector (``task`` ``None``) or of one of its tasks."""
         self.events.append((connector, task, event, detail))
         if task is not None:
             self.task(connector, task).events.append((event, detail))
@@ -85,11 +94,13 @@ class RuntimeHandles:
                 file.write(json.dumps(line) + "\n")
 
     def reset(self) -> None:
+        """Forget every handle and event (the ``runtime_handles`` fixture does this before and after its test)."""
         self.tasks.clear()
         self.events.clear()
 
 
 HANDLES = RuntimeHandles(os.environ.get(EVENTS_FILE_ENV))
+"""The registry the instrumented connectors of this process report into."""
 
 
 def _jsonable(detail: Any) -> Any:
@@ -155,6 +166,8 @@ class MonitorableSourceConnector(SourceConnector):
 
 
 class MonitorableSourceTask(SourceTask):
+    """The task of :class:`MonitorableSourceConnector`; resumes from its committed ``{"saved": n}``."""
+
     def start(self, config: Mapping[str, str]) -> None:
         self.name = config["connector.name"]
         self.number = int(config["task.id"])
@@ -226,6 +239,8 @@ class MonitorableSinkConnector(SinkConnector):
 
 
 class MonitorableSinkTask(SinkTask):
+    """The task of :class:`MonitorableSinkConnector`; records every call in its handle."""
+
     def start(self, config: Mapping[str, str]) -> None:
         self.name = config["connector.name"]
         self.number = int(config["task.id"])

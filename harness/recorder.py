@@ -13,6 +13,7 @@ class HookRecorder:
 
     def __init__(self, owner_of: Callable[[object], str]) -> None:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        """Every hook call in order: ``(hook, owner, arguments)``, the owner named by ``owner_of``."""
         self._owner_of = owner_of
 
     @hookimpl(wrapper=True)

@@ -13,17 +13,29 @@ from headwater.sdk.errors import ConfigError
 
 
 class Type(enum.Enum):
+    """A configuration key's type: what its value is parsed into (Kafka Connect's ``ConfigDef.Type``)."""
+
     BOOLEAN = "BOOLEAN"
+    """``True`` or ``False``; strings ``"true"`` and ``"false"`` in any case."""
     STRING = "STRING"
+    """A string, stripped of surrounding blanks."""
     INT = "INT"
+    """An ``int`` that fits 32 bits (strings are parsed)."""
     LONG = "LONG"
+    """An ``int`` that fits 64 bits (strings are parsed)."""
     DOUBLE = "DOUBLE"
+    """A ``float`` (strings are parsed)."""
     LIST = "LIST"
+    """A ``list[str]``: a comma-separated string is split, each item stripped, empty items dropped."""
     PASSWORD = "PASSWORD"
+    """A string kept as given (not stripped)."""
     CLASS = "CLASS"
+    """A class name; a class given as an object becomes its ``module.QualifiedName``."""
 
 
 class Importance(enum.Enum):
+    """How much a key matters to a user, reported with the key when a config is validated."""
+
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
     LOW = "LOW"
@@ -85,20 +97,32 @@ def _parse(key: str, kind: Type, value: Any) -> Any:
 
 @dataclass(frozen=True)
 class ConfigKey:
+    """One configuration key, as :meth:`ConfigDef.define` makes it."""
+
     name: str
+    """The key, such as ``"batch.size"``."""
     type: Type
+    """What the value is parsed into."""
     default: Any
+    """The parsed default, ``REQUIRED`` when the key must be given, or ``None``."""
     importance: Importance
+    """How much the key matters to a user."""
     documentation: str
+    """What the key does, for generated docs and validation output."""
     validator: Validator | None = None
+    """Called with the key and the parsed value; raises :class:`ConfigError` when the value is not allowed."""
     group: str | None = None
+    """The group the key is listed under in validation output."""
     display_name: str | None = None
+    """A human-readable name for the key."""
 
     @property
     def required(self) -> bool:
+        """Whether the key has no default, so that a config without it is invalid."""
         return self.default is REQUIRED
 
     def parse(self, raw: Any) -> Any:
+        """Parse ``raw`` as :attr:`type` and run the validator; raise :class:`ConfigError` when it is bad."""
         value = _parse(self.name, self.type, raw)
         if self.validator is not None and value is not None:
             self.validator(self.name, value)
@@ -110,6 +134,7 @@ class ConfigDef:
     """An ordered set of :class:`ConfigKey` definitions."""
 
     keys: dict[str, ConfigKey] = field(default_factory=dict)
+    """The keys by name, in the order they were defined."""
 
     def define(
         self,
@@ -122,6 +147,9 @@ class ConfigDef:
         group: str | None = None,
         display_name: str | None = None,
     ) -> ConfigDef:
+        """Add a key and return this definition, so that calls chain. A default (other than ``REQUIRED`` or
+        ``None``) is parsed and validated here: a bad default raises :class:`ConfigError` at once. A name defined
+        twice raises ``ValueError``."""
         if name in self.keys:
             raise ValueError(f"Configuration {name} is defined twice")
         key = ConfigKey(name, type, default, importance, documentation, validator, group, display_name)

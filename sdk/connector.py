@@ -15,11 +15,14 @@ class Connector(ABC):
     """Configures and splits a job into task configs; the worker runs the tasks."""
 
     context: ConnectorContext
+    """What the runtime offers the connector; set by :meth:`initialize`, before :meth:`start`."""
 
     def initialize(self, context: ConnectorContext) -> None:
+        """Called by the worker with the connector's context before :meth:`start`."""
         self.context = context
 
     def version(self) -> str:
+        """The connector's version, listed by ``GET /connector-plugins``."""
         return "0.0.0"
 
     def config_def(self) -> ConfigDef:
@@ -47,10 +50,15 @@ class Connector(ABC):
 
 
 class SourceConnector(Connector):
+    """A connector whose tasks read from an external system into Kafka topics."""
+
     @abstractmethod
     def task_class(self) -> type[SourceTask]: ...
 
 
 class SinkConnector(Connector):
+    """A connector whose tasks write the records of the Kafka topics named by its ``topics`` key to an external
+    system."""
+
     @abstractmethod
     def task_class(self) -> type[SinkTask]: ...

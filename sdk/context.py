@@ -33,7 +33,9 @@ class ConnectorContext(ABC):
     """Given to a connector by :meth:`Connector.initialize`."""
 
     clock: Clock
+    """The worker's clock."""
     offset_storage_reader: OffsetStorageReader
+    """The committed offsets of this connector's source partitions."""
 
     @abstractmethod
     def request_task_reconfiguration(self) -> None:
@@ -48,15 +50,20 @@ class SourceTaskContext(ABC):
     """Given to a source task by :meth:`SourceTask.initialize`."""
 
     config: Mapping[str, str]
+    """The task's config, as given to ``start``: every value a string."""
     clock: Clock
+    """The worker's clock."""
     offset_storage_reader: OffsetStorageReader
+    """The committed offsets of the connector's source partitions: where a (re)started task resumes from."""
 
 
 class SinkTaskContext(ABC):
     """Given to a sink task by :meth:`SinkTask.initialize`."""
 
     config: Mapping[str, str]
+    """The task's config, as given to ``start``: every value a string."""
     clock: Clock
+    """The worker's clock."""
 
     @abstractmethod
     def request_commit(self) -> None:

@@ -21,7 +21,9 @@ class TopicPartition(NamedTuple):
     """A Kafka topic and one of its partitions."""
 
     topic: str
+    """The topic's name."""
     partition: int
+    """The partition's number, from 0."""
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
@@ -38,15 +40,27 @@ class SourceRecord:
     """
 
     source_partition: SourcePartition | None
+    """Where the record was read from: a table, a file, a source topic-partition."""
     source_offset: SourceOffset | None
+    """How far ``source_partition`` has been read once this record is delivered: the offset the runtime commits
+    for it, and the one a restarted task reads back from its context's ``offset_storage_reader``."""
     topic: str
+    """The Kafka topic the record is written to."""
     value: Any
+    """The record's value, turned into bytes by the worker's ``value.converter``."""
     key: Any = None
+    """The record's key, turned into bytes by ``key.converter``; ``None`` for none."""
     partition: int | None = None
+    """The topic's partition; ``None`` lets the producer's partitioner choose (by key)."""
     timestamp: int | None = None
+    """Milliseconds since the epoch; ``None`` lets the producer stamp the record when it sends it."""
     headers: Sequence[Header] = field(default_factory=tuple)
+    """``(key, value)`` pairs; each value is turned into bytes by ``header.converter``."""
     key_schema: Mapping[str, Any] | None = None
+    """The key's Kafka Connect schema (a JSON schema object) for converters that write one, such as the JSON
+    converter with ``schemas.enable``; ``None`` lets the converter infer it from the key."""
     value_schema: Mapping[str, Any] | None = None
+    """The value's schema, as ``key_schema`` is the key's."""
 
 
 class SourceBatch(Sequence[SourceRecord]):
@@ -117,15 +131,23 @@ class SinkRecord:
     """
 
     topic: str
+    """The topic the record was read from."""
     partition: int
+    """The topic's partition the record was read from."""
     offset: int
+    """The record's offset in its topic-partition; commit ``offset + 1`` to mark it done."""
     key: Any
+    """The record's key, as the worker's ``key.converter`` made it."""
     value: Any
+    """The record's value, as ``value.converter`` made it (``None`` for a tombstone)."""
     timestamp: int | None = None
+    """The record's Kafka timestamp, milliseconds since the epoch; ``None`` when it has none."""
     headers: Sequence[Header] = field(default_factory=tuple)
+    """``(key, value)`` pairs, each value as ``header.converter`` made it."""
 
     @property
     def topic_partition(self) -> TopicPartition:
+        """The record's topic and partition, the key of ``pre_commit``'s offsets."""
         return TopicPartition(self.topic, self.partition)
 
 

@@ -13,11 +13,13 @@ class Task(ABC):
     """A unit of work of a connector, run by the worker on a thread of its own."""
 
     def version(self) -> str:
+        """The task's version."""
         return "0.0.0"
 
     @abstractmethod
     def start(self, config: Mapping[str, str]) -> None:
-        """Start with the task config the connector's ``task_configs`` returned."""
+        """Start with the task config the connector's ``task_configs`` returned. Every value is a string, whatever
+        type the connector put in (an ``int`` arrives as ``"5"``): parse what you need here."""
 
     def stop(self) -> None:  # noqa: B027 - a no-op default, overridden when a task holds resources
         """Release what the task holds. The ``stop`` hook (with ``connector_deleted``) calls this by default."""
@@ -27,8 +29,10 @@ class SourceTask(Task):
     """Reads from an external system and hands :class:`SourceRecord` objects to the runtime."""
 
     context: SourceTaskContext
+    """What the runtime offers the task; set by :meth:`initialize`, before ``start``."""
 
     def initialize(self, context: SourceTaskContext) -> None:
+        """Called by the worker with the task's context before ``start``."""
         self.context = context
 
     @abstractmethod
@@ -41,8 +45,10 @@ class SinkTask(Task):
     """Receives :class:`SinkRecord` batches from the runtime and writes them to an external system."""
 
     context: SinkTaskContext
+    """What the runtime offers the task; set by :meth:`initialize`, before ``start``."""
 
     def initialize(self, context: SinkTaskContext) -> None:
+        """Called by the worker with the task's context before ``start``."""
         self.context = context
 
     @abstractmethod
