@@ -28,6 +28,8 @@ from headwater.runtime.tasks.base import State
 from headwater.sdk.connector import Connector
 from headwater.sdk.errors import ConfigError
 
+CLEANUP = "stop(connector_deleted=True) removes what the connector provisioned; nothing else does"
+
 BadConfig = tuple[Mapping[str, Any], str]
 """Config values that must be rejected (merged over the good config; ``None`` removes a key) and the key the error
 must name."""
@@ -96,10 +98,11 @@ class Conformance:
         return ConformanceContext(tmp_path, f"conformance{suffix}", f"conformance{suffix}", f"beats{suffix}")
 
     @pytest.fixture
-    def driver(
+    def make_driver(
         self, conformance_context: ConformanceContext, conformance_backend: str, request: pytest.FixtureRequest
-    ) -> Iterator[ConnectorDriver]:
-        """The connector under test, not started yet, on the backend of this run."""
+    ) -> Iterator[Callable[..., ConnectorDriver]]:
+        """Makes the connector under test, not started yet, on the backend of this run; keyword arguments override
+        the worker config (``offset_flush_interval_ms=10``: ``_`` for ``.``). Each is closed after the test."""
         make: WorkerFactory = SimulatedWorker
         if conformance_backend == "kafka":
             bootstrap = request.getfixturevalue("kafka_bootstrap")
@@ -107,12 +110,29 @@ class Conformance:
             def make(config: Mapping[str, Any], **options: Any) -> SimulatedWorker:
                 return KafkaSteppedWorker(bootstrap, config, **options)
 
-        config = self.connector_config(conformance_context)
-        found = ConnectorDriver(
-            self.connector, config, name=conformance_context.name, worker_config=self.worker_config, make=make
-        )
-        yield found
-        found.close()
+        made: list[ConnectorDriver] = []
+
+        def driver(**worker_config: Any) -> ConnectorDriver:
+            config = self.connector_config(conformance_context)
+            overrides = {key.replace("_", "."): value for key, value in worker_config.items()}
+            found = ConnectorDriver(
+                self.connector,
+                config,
+                name=conformance_context.name,
+                worker_config={**self.worker_config, **overrides},
+                make=make,
+            )
+            made.append(found)
+            return found
+
+        yield driver
+        for found in made:
+            found.close()
+
+    @pytest.fixture
+    def driver(self, make_driver: Callable[..., ConnectorDriver]) -> ConnectorDriver:
+        """The connector under test, not started yet, on the backend of this run, with :attr:`worker_config`."""
+        return make_driver()
 
     # ---- shared tests ----------------------------------------------------------------------------------------
 
@@ -137,29 +157,63 @@ class Conformance:
             raise g.GuaranteeViolation(guarantee, f"config {dict(bad)} (key {key!r}) was accepted:\n{props}")
         assert driver.name not in driver.worker.herder.connectors(), "a rejected connector must not be created"
 
-    def test_delete_cleans_up_and_plain_stop_does_not(self, driver: ConnectorDriver) -> None:
+    def test_delete_cleans_up_and_nothing_else_does(self, driver: ConnectorDriver) -> None:
+        """What the connector provisioned stays through a plain stop, a restart, a rebalance and a crash of its
+        tasks, and goes when it is deleted, whether it was running, paused, stopped or failed."""
         if self.provisioned(driver.config) is NotImplemented:
             pytest.skip("no provisioned probe given to the conformance suite")
-        guarantee = "stop(connector_deleted=True) removes what the connector provisioned; a plain stop keeps it"
         self.start(driver)
         driver.advance(self.run_ms)
         running = self.provisioned(driver.config)
         if not running:
-            raise g.GuaranteeViolation(guarantee, f"the probe reports nothing provisioned while it runs: {running!r}")
-        stops = len(driver.tap.stops)
-        driver.worker.stop_connector(driver.name)
-        stopped = self.provisioned(driver.config)
-        if not stopped:
-            raise g.GuaranteeViolation(guarantee, f"a plain stop removed it: {running!r} before, {stopped!r} after")
-        assert not any(flag for _, flag in driver.tap.stops[stops:]), f"plain stop said deleted: {driver.tap.stops}"
-        driver.worker.resume(driver.name)
+            raise g.GuaranteeViolation(CLEANUP, f"the probe reports nothing provisioned while it runs: {running!r}")
+        events: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("a plain stop", lambda: driver.worker.stop_connector(driver.name)),
+            ("a resume", lambda: driver.worker.resume_connector(driver.name)),
+            ("a restart", driver.restart),
+            ("a rebalance", driver.rebalance),
+            ("a crash of the tasks", driver.crash_tasks),
+        )
+        for event, act in events:
+            stops = len(driver.tap.stops)
+            act()
+            driver.advance(self.run_ms)
+            kept = self.provisioned(driver.config)
+            if not kept:
+                raise g.GuaranteeViolation(CLEANUP, f"{event} removed it: {running!r} before, {kept!r} after")
+            told = [flag for _, flag in driver.tap.stops[stops:] if flag]
+            assert not told, f"{event} said connector_deleted=True: {driver.tap.stops[stops:]}"
+        self.delete_and_check(driver, "running")
+
+    @pytest.mark.parametrize("state", ["paused", "stopped", "failed"])
+    def test_delete_cleans_up_in_any_state(self, driver: ConnectorDriver, state: str) -> None:
+        """Deleting a paused or stopped connector, or one whose tasks failed, still tells it
+        ``connector_deleted=True`` (KIP-901)."""
+        if self.provisioned(driver.config) is NotImplemented:
+            pytest.skip("no provisioned probe given to the conformance suite")
+        self.start(driver)
         driver.advance(self.run_ms)
+        if state == "paused":
+            driver.worker.pause_connector(driver.name)
+        elif state == "stopped":
+            driver.worker.stop_connector(driver.name)
+        else:
+            driver.tap.fail_tasks()
+            driver.run_until(lambda: not driver.tap.failing, what="the tasks to fail")
+            herder = driver.worker.herder
+            failed = [id for id in driver.worker.worker.task_ids(driver.name) if herder.task_state(id) is State.FAILED]
+            assert failed, f"no task failed: {driver!r}"
+        driver.advance(self.run_ms)
+        self.delete_and_check(driver, state)
+
+    def delete_and_check(self, driver: ConnectorDriver, state: str) -> None:
+        """Delete the connector (in ``state``) and check that what it provisioned is gone."""
         stops = len(driver.tap.stops)
         driver.worker.delete_connector(driver.name)
         left = self.provisioned(driver.config)
         told = driver.tap.stops[stops:]
         if left:
-            raise g.GuaranteeViolation(guarantee, f"delete left {left!r}; stop was called with: {told}")
+            raise g.GuaranteeViolation(CLEANUP, f"deleting it while {state} left {left!r}; stop was called: {told}")
         assert told and all(flag for _, flag in told), f"delete must say connector_deleted=True: {told}"
         g.assert_stop_hooks_clean(driver.tap)
 

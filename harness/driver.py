@@ -118,12 +118,16 @@ class ConnectorDriver:
         self.start()
 
     def rebalance(self) -> None:
-        """Sinks: every member of the group loses its partitions (as on a session timeout) and rejoins. Sources:
-        the tasks are stopped and started again, as when a rebalance moves them to another worker."""
-        if self.sink:
-            broker = self.memory_broker
+        """Sinks: every member of the group loses its partitions (as on a session timeout) and rejoins; on a real
+        broker each task is restarted instead, so its consumer leaves the group and its partitions are revoked.
+        Sources: the tasks are stopped and started again, as when a rebalance moves them to another worker."""
+        if self.sink and isinstance(self.worker.broker, MemoryBroker):
+            broker = self.worker.broker
             for member in broker.group_members(self.group):
                 broker.expel_member(self.group, member)
+        elif self.sink:
+            for n in range(len(self.worker.worker.task_ids(self.name))):
+                self.worker.restart_task(self.name, n)
         else:
             self.start()
 

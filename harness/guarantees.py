@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from headwater.harness.tap import Commit, ConnectorTap, canonical
+from headwater.harness.tap import Commit, ConnectorTap, Sent, canonical
 from headwater.runtime.transport.base import Message
-from headwater.sdk.records import SourceOffset
+from headwater.sdk.records import SourceOffset, TopicPartition
 
 Decode = Callable[[Message], Any]
 """How a test reads a Kafka record back into the value it compares."""
@@ -33,7 +33,22 @@ class GuaranteeViolation(AssertionError):
 
 
 def describe(items: Sequence[object], limit: int = 12) -> str:
-    """Items one per line, indented; the last ``limit`` only, saying how many were left out."""
+    """Items one per line, indented; the last ``limit`` only, saying how many were left out. Records handed over
+    are listed data first, then heartbeats, so heartbeats never bury the data records."""
+    sent = [item for item in items if isinstance(item, Sent)]
+    if sent and any(s.heartbeat for s in sent):
+        data = [s for s in sent if not s.heartbeat]
+        beats = [s for s in sent if s.heartbeat]
+        others = [item for item in items if not isinstance(item, Sent)]
+        parts = [f"  data records ({len(data)}):", _lines(data, limit), f"  heartbeats ({len(beats)}):"]
+        parts.append(_lines(beats, min(limit, 4)))
+        if others:
+            parts.append(_lines(others, limit))
+        return "\n".join(parts)
+    return _lines(items, limit)
+
+
+def _lines(items: Sequence[object], limit: int) -> str:
     shown = [f"    {item}" for item in items[-limit:]]
     if len(items) > limit:
         shown.insert(0, f"    ... {len(items) - limit} earlier")
@@ -81,6 +96,32 @@ def assert_source_offsets_monotonic(tap: ConnectorTap, order: Callable[[SourceOf
                 f"records handed over for the partition:\n{describe(tap.sent_by_partition(commit.seen)[partition])}",
             )
         previous[partition] = (position, commit, offset)
+
+
+def assert_offsets_not_changed_after_handover(tap: ConnectorTap) -> None:
+    """No task changes an offset map after handing it over: the runtime commits the map it was given once its
+    record is acknowledged, so a map changed in place commits a position whose records may not be delivered."""
+    if tap.mutated:
+        before, after = tap.mutated[0]
+        raise GuaranteeViolation(
+            "a source offset handed over is never changed afterwards",
+            f"partition {canonical(before.partition)}: {before} was handed over with offset "
+            f"{canonical(before.offset)}, and the same offset map came back as {canonical(after.offset)} with "
+            f"{after}: give each record an offset map of its own",
+        )
+
+
+def assert_partitions_read_by_one_task(tap: ConnectorTap) -> None:
+    """Each source partition's records and heartbeats come from one task only (whatever its restarts)."""
+    for partition, sent in tap.sent_by_partition().items():
+        tasks = list(dict.fromkeys(s.task for s in sent))
+        if len(tasks) > 1:
+            first = {task: next(s for s in sent if s.task == task) for task in tasks}
+            raise GuaranteeViolation(
+                "every source partition is read by exactly one task",
+                f"partition {partition} was handed over by {len(tasks)} tasks, {', '.join(tasks)}; the first of "
+                f"each:\n{describe(list(first.values()))}",
+            )
 
 
 def data_topics(tap: ConnectorTap) -> list[str]:
@@ -132,6 +173,29 @@ def assert_committed_records_written(tap: ConnectorTap, written: Collection[Any]
                 f"{tp} is committed up to offset {committed}{told}, but the sink never wrote:\n"
                 + describe([f"offset {m.offset}: {decode(m)!r}" for m in missing])
                 + f"\nthe sink holds {len(written)} values:\n{describe(list(written))}",
+            )
+
+
+Below = Callable[[TopicPartition, int], Sequence[tuple[int, Any]]]
+"""``below(tp, offset)``: the records of ``tp`` before ``offset``, as (offset, value) pairs."""
+
+
+def assert_commit_written(commit: Commit, written: Collection[Any], below: Below) -> None:
+    """At ``commit`` (checked as it happens): every record below each committed sink offset is in ``written``,
+    what the sink's external system holds at that moment."""
+    held = {canonical_value(v) for v in written}
+    for tp, committed in sorted(commit.sink.items()):
+        missing = [(offset, value) for offset, value in below(tp, committed) if canonical_value(value) not in held]
+        if missing:
+            asked = commit.pre_commit
+            told = "" if asked is None else f" (pre_commit was given {_offsets(asked.current)}, returned "
+            told += "" if asked is None else f"{_offsets(asked.returned or {})})"
+            raise GuaranteeViolation(
+                "a committed sink offset covers only records the sink has written",
+                f"{commit.task} committed {tp} up to offset {committed} at {commit.at_ms} ms{told}, but the sink "
+                f"held none of these records then (the first is offset {missing[0][0]}):\n"
+                + describe([f"{tp}@{offset}: {value!r}" for offset, value in missing])
+                + f"\nit held {len(held)} values",
             )
 
 

@@ -63,12 +63,19 @@ class SimulatedWorker:
         if tick_ms <= 0:
             raise ValueError(f"tick_ms must be positive, got {tick_ms}")
         self.tick_ms = tick_ms
+        """Virtual milliseconds between two passes of the task loops."""
         self.clock = clock or VirtualClock()
+        """The virtual clock every task loop reads; only :meth:`advance` and :meth:`run_until` move it."""
         self.partitions = partitions
+        """How many partitions a topic gets when the worker creates it."""
         self.broker: Any = broker or MemoryBroker(default_partitions=partitions)
+        """The in-memory broker (or the ``broker`` given): topics, messages and committed group offsets."""
         self.transport: Transport = transport or MemoryTransport(cast(MemoryBroker, self.broker))
+        """The transport the worker's producers and consumers use."""
         self.offset_store = offset_store or MemoryOffsetStore()
+        """Where source offsets are committed; share it with a new worker to simulate a worker restart."""
         self.recorder = HookRecorder(self._owner_of)
+        """Records every hook call (see :attr:`hook_calls`)."""
         worker_config = {**SIMULATED_DEFAULTS, **(config or {})}
         self.worker = Worker(
             worker_config,
@@ -78,11 +85,14 @@ class SimulatedWorker:
             threaded=False,
             plugins=[self.recorder, *plugins],
         )
+        """The runtime's worker, single-threaded: its task loops run only when the worker is stepped."""
         self.herder = StandaloneHerder(self.worker)
+        """The runtime's standalone herder: connector configs, target states and statuses."""
         self._producer: Producer | None = None
         self.before_step: list[Callable[[], None]] = []
         """Called at the start of every pass, before the task loops run (a :class:`ConnectorTap` attaches here)."""
         self.closed = False
+        """Whether :meth:`close` has been called."""
 
     # ---- managing connectors ---------------------------------------------------------------------------------
 
@@ -99,37 +109,56 @@ class SimulatedWorker:
         self.herder.put_connector_config(name, merged)
 
     def delete_connector(self, name: str) -> None:
+        """Delete a connector, as ``DELETE /connectors/{name}``: its tasks, then the connector, are stopped with
+        ``connector_deleted=True``. Its committed source offsets stay."""
         self.herder.delete_connector(name)
 
-    def pause(self, name: str) -> None:
+    def pause_connector(self, name: str) -> None:
+        """Pause a connector and its tasks, as ``PUT /connectors/{name}/pause``."""
         self.herder.pause_connector(name)
 
-    def resume(self, name: str) -> None:
+    def resume_connector(self, name: str) -> None:
+        """Resume a paused or stopped connector, as ``PUT /connectors/{name}/resume``."""
         self.herder.resume_connector(name)
 
+    def pause(self, name: str) -> None:
+        """The old name of :meth:`pause_connector`, kept as an alias."""
+        self.pause_connector(name)
+
+    def resume(self, name: str) -> None:
+        """The old name of :meth:`resume_connector`, kept as an alias."""
+        self.resume_connector(name)
+
     def stop_connector(self, name: str) -> None:
+        """Stop a connector, as ``PUT /connectors/{name}/stop``: no tasks, config kept, status STOPPED."""
         self.herder.stop_connector(name)
 
     def restart_connector(self, name: str) -> None:
+        """Restart a connector and its tasks (each stopped with ``connector_deleted=False``)."""
         self.herder.restart_connector(name)
 
     def restart_task(self, name: str, task: int = 0) -> None:
+        """Restart one task of a connector, as ``POST /connectors/{name}/tasks/{task}/restart``."""
         self.herder.restart_task(TaskId(name, task))
 
     def task(self, name: str, task: int = 0) -> WorkerTask:
+        """The runtime's running task ``task`` of connector ``name`` (its connector task is ``.task``)."""
         return self.worker.tasks[TaskId(name, task)]
 
     def source_task(self, name: str, task: int = 0) -> WorkerSourceTask:
+        """:meth:`task`, asserting that it is a source task."""
         found = self.task(name, task)
         assert isinstance(found, WorkerSourceTask), f"{name}-{task} is not a source task"
         return found
 
     def sink_task(self, name: str, task: int = 0) -> WorkerSinkTask:
+        """:meth:`task`, asserting that it is a sink task."""
         found = self.task(name, task)
         assert isinstance(found, WorkerSinkTask), f"{name}-{task} is not a sink task"
         return found
 
     def task_state(self, name: str, task: int = 0) -> State | None:
+        """The task's status (RUNNING, PAUSED, FAILED, ...), or ``None`` when the herder has none for it."""
         return self.herder.task_state(TaskId(name, task))
 
     # ---- driving time ----------------------------------------------------------------------------------------
@@ -187,6 +216,7 @@ class SimulatedWorker:
         return int(self.broker.topics().get(topic, 0))
 
     def topic_config(self, topic: str) -> dict[str, str]:
+        """The topic-level configs of ``topic`` (``cleanup.policy``, say)."""
         return dict(self.broker.topic_config(topic))
 
     def messages(self, topic: str) -> list[Message]:
@@ -213,6 +243,7 @@ class SimulatedWorker:
     # ---- assertions ------------------------------------------------------------------------------------------
 
     def assert_source_offset(self, connector: str, partition: SourcePartition | None, expected: Any) -> None:
+        """The committed offset of ``partition`` equals ``expected``; the failure lists the stored partitions."""
         found = self.source_offset(connector, partition)
         if found != expected:
             stored = self.offset_store.connector_partitions(connector)
@@ -222,6 +253,7 @@ class SimulatedWorker:
             )
 
     def assert_group_offset(self, connector: str, partition: TopicPartition, expected: int | None) -> None:
+        """The sink connector's committed offset of ``partition`` equals ``expected`` (``None``: nothing committed)."""
         found = self.group_offsets(connector).get(partition)
         if found != expected:
             raise AssertionError(
@@ -230,6 +262,7 @@ class SimulatedWorker:
             )
 
     def assert_topic_values(self, topic: str, expected: Sequence[Any]) -> None:
+        """The JSON-decoded values of ``topic`` (see :meth:`values`) equal ``expected``, in order."""
         found = self.values(topic)
         if found != list(expected):
             raise AssertionError(f"topic {topic} holds {found!r}\nexpected {list(expected)!r}")
@@ -243,6 +276,7 @@ class SimulatedWorker:
     # ---- the end ---------------------------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Stop every task, then every connector (not deleted); also on leaving a ``with`` block."""
         if not self.closed:
             self.closed = True
             self.herder.stop()

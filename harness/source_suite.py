@@ -1,9 +1,17 @@
-"""The conformance suite for source connectors: offsets resume after a restart and after a crash, heartbeats
-advance and are committed, plus what every connector is checked for (see :mod:`headwater.harness.conformance`)."""
+"""The conformance suite for source connectors, plus what every connector is checked for (see
+:mod:`headwater.harness.conformance`).
+
+The guarantees are checked while the connector runs, not only at the end: a task is crashed right after each commit
+of its offsets (heartbeat offsets too), with records fed all at once and one at a time and, when the suite knows the
+connector's batch size key, with one and a few records per poll, on several source partitions and ``tasks.max``
+tasks; every record fed must arrive at least once. Duplicates of records that were handed over but not yet
+committed when a task crashed are allowed (at-least-once) and never fail the suite.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
@@ -18,41 +26,159 @@ from headwater.harness.conformance import (
     suite_class,
 )
 from headwater.harness.driver import ConnectorDriver
-from headwater.harness.tap import Sent, canonical
+from headwater.harness.tap import Commit, Sent, canonical
 from headwater.runtime.plugins import implements_hook, resolve_connector_class
+from headwater.runtime.transport.base import Message
 from headwater.sdk.connector import SourceConnector
 from headwater.sdk.records import SourceOffset
 
 HEARTBEAT_INTERVAL_MS = 1_000
+FEED_PATTERNS = ("bulk", "trickle")
+"""How the crash test feeds: every record at once before the first poll, or one record per pass of the loop."""
+QUIET_MS = 500
+"""The crash test stops crashing once no new data record has been handed over for this long."""
+CRASH_TEST_MS = 30_000
+"""The crash test's virtual time limit."""
+
+
+@dataclass(frozen=True)
+class Fed:
+    """A value :meth:`SourceConformance.feed` added to the source system, and when (virtual ms of the tap)."""
+
+    at_ms: int
+    value: Any
+
+
+@dataclass(frozen=True)
+class CrashPoint:
+    """A crash of the connector's tasks, right after ``commit``; ``committed`` is every stored offset then."""
+
+    at_ms: int
+    commit: Commit
+    committed: dict[str, str]
+
+    def __str__(self) -> str:
+        stored = ", ".join(f"{p} -> {o}" for p, o in sorted(self.committed.items())) or "nothing"
+        return f"crash at {self.at_ms} ms, right after {self.commit.task} committed; stored offsets: {stored}"
 
 
 class SourceConformance(Conformance):
     """Subclass it with ``connector`` and ``config`` (or call :func:`source_conformance`); override :meth:`feed`,
-    :meth:`provisioned` and :meth:`advance_log` to turn on the checks that need them."""
+    :meth:`provisioned` and :meth:`advance_without_data` to turn on the checks that need them."""
 
     offset_order: ClassVar[Callable[[SourceOffset], Any] | None] = None
     """Orders a partition's offsets; by default, by when the task first handed each over."""
-    feed_count: ClassVar[int] = 5
+    feed_count: ClassVar[int] = 6
+    """How many records each :meth:`feed` call of a test adds."""
+    tasks_max: ClassVar[int] = 2
+    """``tasks.max`` the connector runs with (unless its config sets it): each source partition must be read by
+    exactly one task."""
+    batch_size_key: ClassVar[str | None] = None
+    """The connector's config key that bounds the records one ``poll`` returns; when given, the crash test also
+    runs with each of :attr:`batch_sizes` (a task that reads ahead of what it hands over is found this way)."""
+    batch_sizes: ClassVar[Sequence[int]] = (1, 2)
 
-    def feed(self, config: Mapping[str, Any], count: int) -> None:
-        """Add ``count`` new records to the source system. The default adds none (a source that makes its own)."""
+    def feed(self, config: Mapping[str, Any], count: int) -> Sequence[Any] | None:
+        """Add ``count`` new records to the source system and return their values as the records will carry them
+        (as :meth:`read` decodes them from Kafka). The default adds none (a source that makes its own)."""
+        return []
+
+    def advance_without_data(self, config: Mapping[str, Any]) -> Any:
+        """Move the source's position in every source partition without data for the connector (a write to a
+        table it does not capture), so its heartbeats must move each committed offset. ``NotImplemented`` skips
+        that check."""
+        return self.advance_log(config)
 
     def advance_log(self, config: Mapping[str, Any]) -> Any:
-        """Move the source's position without data for the connector (a write to a table it does not capture), so
-        its heartbeats must move the committed offset. ``NotImplemented`` skips that check."""
+        """The old name of :meth:`advance_without_data`, kept as an alias: override either."""
         return NotImplemented
+
+    def read(self, message: Message) -> Any:
+        """The value a data record in Kafka carries, to compare with what :meth:`feed` returned (JSON by default)."""
+        return g.json_value(message)
+
+    def connector_config(self, context: ConformanceContext) -> dict[str, Any]:
+        config = super().connector_config(context)
+        config.setdefault("tasks.max", type(self).tasks_max)
+        return config
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        super().pytest_generate_tests(metafunc)
+        if "feed_pattern" in metafunc.fixturenames:
+            metafunc.parametrize("feed_pattern", FEED_PATTERNS)
+        if "batch_size" in metafunc.fixturenames:
+            sizes: list[int | None] = [None]
+            if type(self).batch_size_key is not None:
+                sizes += list(type(self).batch_sizes)
+            ids = ["default" if size is None else f"batch{size}" for size in sizes]
+            metafunc.parametrize("batch_size", sizes, ids=ids)
+
+    def fed(self, driver: ConnectorDriver, count: int) -> list[Fed]:
+        """Feed ``count`` records now; what was fed, for the arrival check."""
+        values = self.feed(driver.config, count)
+        if values is None:
+            raise TypeError(
+                "feed() returned None: it must return the values it added to the source system, as the records "
+                "carry them, so that the suite can check that every one arrives"
+            )
+        now = driver.tap.now_ms()
+        return [Fed(now, value) for value in values]
 
     def start(self, driver: ConnectorDriver) -> None:
         driver.start()
-        self.feed(driver.config, self.feed_count)
+        self.expected = self.fed(driver, self.feed_count)
 
-    def check_invariants(self, driver: ConnectorDriver) -> None:
+    def check_invariants(self, driver: ConnectorDriver, crashes: Sequence[CrashPoint] = ()) -> None:
+        """Every guarantee that holds at any time, checked on everything that happened so far."""
         assert_running(driver)
+        self.assert_every_fed_record_arrived(driver, crashes)
+        g.assert_offsets_not_changed_after_handover(driver.tap)
         g.assert_committed_offsets_were_sent(driver.tap)
         g.assert_source_offsets_monotonic(driver.tap, type(self).offset_order)
+        g.assert_partitions_read_by_one_task(driver.tap)
         g.assert_stop_hooks_clean(driver.tap)
 
     # ---- the tests -------------------------------------------------------------------------------------------
+
+    def test_no_record_is_lost_when_a_task_crashes_after_any_commit(
+        self,
+        make_driver: Callable[..., ConnectorDriver],
+        conformance_context: ConformanceContext,
+        feed_pattern: str,
+        batch_size: int | None,
+    ) -> None:
+        """Offsets are committed at every pass and the tasks crash right after each commit: every record at or
+        before a committed offset must have been delivered, or it is never sent again."""
+        driver = make_driver(offset_flush_interval_ms=10)
+        if batch_size is not None:
+            driver.config[str(type(self).batch_size_key)] = batch_size
+        self.heartbeats_on(driver, conformance_context, driver.tick_ms)
+        driver.tap.freeze_on_commit = True  # a task hands nothing over between its commit and the crash
+        driver.start()
+        self.expected = self.fed(driver, self.feed_count) if feed_pattern == "bulk" else []
+        to_trickle = self.feed_count if feed_pattern == "trickle" else 0
+        crashes: list[CrashPoint] = []
+        seen = len(driver.tap.commits)
+        last_data, last_new = 0, driver.tap.now_ms()
+        while len(crashes) < 4 * self.feed_count + 10 and driver.tap.now_ms() < CRASH_TEST_MS:
+            if to_trickle:
+                self.expected += self.fed(driver, 1)
+                to_trickle -= 1
+            driver.advance(driver.tick_ms)
+            data = sum(1 for s in driver.tap.sent if not s.heartbeat)
+            if data != last_data:
+                last_data, last_new = data, driver.tap.now_ms()
+            elif not to_trickle and driver.tap.now_ms() - last_new >= QUIET_MS:
+                break
+            commits = [c for c in driver.tap.commits[seen:] if c.source]
+            seen = len(driver.tap.commits)
+            if commits:
+                crashes.append(CrashPoint(driver.tap.now_ms(), commits[-1], self.stored(driver)))
+                driver.crash_tasks()
+        driver.tap.freeze_on_commit = False
+        driver.tap.frozen.clear()
+        self.settle(driver)
+        self.check_invariants(driver, crashes)
 
     def test_offsets_resume_after_a_restart(self, driver: ConnectorDriver) -> None:
         self.start(driver)
@@ -60,62 +186,122 @@ class SourceConformance(Conformance):
         before = self.sent_something(driver)
         driver.restart()
         committed = committed_offsets(driver, driver.tap.sent[:before])
-        self.feed(driver.config, self.feed_count)
+        self.expected += self.fed(driver, self.feed_count)
         driver.advance(self.run_ms)
         assert_resumed(driver, before, committed, "restart")
-        if type(self).feed is not SourceConformance.feed and len(driver.tap.sent) == before:
-            raise g.GuaranteeViolation(
-                "a restarted task goes on reading after its committed offset",
-                f"feed() added {self.feed_count} records after the restart, but the task sent none; committed: "
-                f"{ {p: canonical(o) for p, o in committed.items()} }",
-            )
+        self.settle(driver)
         self.check_invariants(driver)
 
     def test_offsets_resume_after_a_crash(self, driver: ConnectorDriver) -> None:
         self.start(driver)
         driver.advance(self.run_ms)
-        self.feed(driver.config, self.feed_count)
+        self.expected += self.fed(driver, self.feed_count)
         driver.advance(5 * driver.tick_ms)  # sent, and (within the commit interval) not committed yet
         before = self.sent_something(driver)
         driver.crash_tasks()
         committed = committed_offsets(driver, driver.tap.sent[:before])
         driver.advance(self.run_ms)
         assert_resumed(driver, before, committed, "crash")
+        self.settle(driver)
         self.check_invariants(driver)
 
     def test_heartbeats_advance_and_are_committed(
         self, driver: ConnectorDriver, conformance_context: ConformanceContext
     ) -> None:
-        task = resolve_connector_class(driver.connector)().task_class()()
-        if not implements_hook(task, "produce_heartbeat_records"):
+        if not self.heartbeats_on(driver, conformance_context, HEARTBEAT_INTERVAL_MS):
             pytest.skip("the source task does not implement produce_heartbeat_records")
         topic = conformance_context.heartbeat_topic
-        driver.config.update({"heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "heartbeat.records.topic": topic})
         self.start(driver)
-        driver.advance(self.run_ms + 3 * HEARTBEAT_INTERVAL_MS)
+        idle = 3 * HEARTBEAT_INTERVAL_MS + driver.worker.worker.config["offset.flush.interval.ms"] + driver.tick_ms
+        driver.advance(self.run_ms + idle)
         beats = [s for s in driver.tap.sent if s.heartbeat]
         if not beats:
             raise g.GuaranteeViolation(
                 "a source that implements produce_heartbeat_records sends heartbeats while idle",
-                f"none in {self.run_ms + 3 * HEARTBEAT_INTERVAL_MS} ms; it sent:\n{g.describe(driver.tap.sent)}",
+                f"none in {self.run_ms + idle} ms; it sent:\n{g.describe(driver.tap.sent)}",
             )
         astray = [s for s in beats if s.topic != topic]
         if astray:
             raise g.GuaranteeViolation(
                 "heartbeat records go to the heartbeat topic", f"{topic}, not:\n{g.describe(astray)}"
             )
-        committed = assert_heartbeat_committed(driver, beats)
-        assert_running(driver)
-        if self.advance_log(driver.config) is not NotImplemented:  # it moved the source's position
-            driver.advance(3 * HEARTBEAT_INTERVAL_MS)
-            moved = assert_heartbeat_committed(driver, [s for s in driver.tap.sent if s.heartbeat])
-            if canonical(moved) == canonical(committed):
-                raise g.GuaranteeViolation(
-                    "heartbeat offsets advance with the source's position while it sends no data",
-                    f"advance_log() moved the source, but the committed offset stayed {canonical(committed)}; "
-                    f"heartbeats:\n{g.describe([s for s in driver.tap.sent if s.heartbeat])}",
-                )
+        assert_idle_partitions_committed(driver)
         self.check_invariants(driver)
+        before = self.stored(driver)
+        if self.advance_without_data(driver.config) is not NotImplemented:  # it moved every partition's position
+            driver.advance(idle)
+            after = self.stored(driver)
+            for partition, offset in sorted(before.items()):
+                if after.get(partition) == offset:
+                    sent = driver.tap.sent_by_partition().get(partition, [])
+                    raise g.GuaranteeViolation(
+                        "heartbeat offsets advance with the source's position while it sends no data",
+                        f"partition {partition}: advance_without_data() moved the source, but the committed offset "
+                        f"stayed {offset}; handed over for the partition:\n{g.describe(sent)}",
+                    )
+            assert_idle_partitions_committed(driver)
+            self.check_invariants(driver)
+
+    # ---- helpers ---------------------------------------------------------------------------------------------
+
+    def heartbeats_on(self, driver: ConnectorDriver, context: ConformanceContext, interval_ms: int) -> bool:
+        """Turn heartbeats on (every ``interval_ms``), when the task implements them; say whether it does."""
+        task = resolve_connector_class(driver.connector)().task_class()()
+        if not implements_hook(task, "produce_heartbeat_records"):
+            return False
+        driver.config.update({"heartbeat.interval.ms": interval_ms, "heartbeat.records.topic": context.heartbeat_topic})
+        return True
+
+    def stored(self, driver: ConnectorDriver) -> dict[str, str]:
+        """The stored offset of every source partition handed over so far (canonical JSON), where one is stored."""
+        partitions = {canonical(s.partition): s.partition for s in driver.tap.sent}
+        found = {key: driver.worker.source_offset(driver.name, p) for key, p in partitions.items()}
+        return {key: canonical(offset) for key, offset in found.items() if offset is not None}
+
+    def settle(self, driver: ConnectorDriver) -> None:
+        """Run, with no more faults, until every fed value has been handed over, or no data record has been handed
+        over for a while (heartbeats may go on); then for one more commit interval."""
+        wanted = {g.canonical_value(f.value) for f in self.expected}
+        flush = int(driver.worker.worker.config["offset.flush.interval.ms"])
+        quiet = max(2_000, 3 * flush, 3 * int(driver.config.get("heartbeat.interval.ms", 0)))
+        handed: set[str] = set()
+        count, since = 0, driver.tap.now_ms()
+        while not wanted <= handed and driver.tap.now_ms() - since < quiet:
+            driver.advance(driver.tick_ms)
+            if len(driver.tap.sent) != count:
+                fresh = driver.tap.sent[count:]
+                count = len(driver.tap.sent)
+                handed |= {g.canonical_value(s.value) for s in fresh if not s.heartbeat}
+                if any(not s.heartbeat for s in fresh):
+                    since = driver.tap.now_ms()
+        driver.advance(flush + 2 * driver.tick_ms)
+
+    def delivered(self, driver: ConnectorDriver) -> list[Any]:
+        """The values of every data record in the topics the tasks sent data to."""
+        return [self.read(m) for topic in g.data_topics(driver.tap) for m in driver.worker.messages(topic)]
+
+    def assert_every_fed_record_arrived(self, driver: ConnectorDriver, crashes: Sequence[CrashPoint]) -> None:
+        """Every value fed arrived at least once; a lost one is reported with the first crash after it was fed."""
+        have = {g.canonical_value(v) for v in self.delivered(driver)}
+        lost = [f for f in self.expected if g.canonical_value(f.value) not in have]
+        if not lost:
+            return
+        first = lost[0]
+        crash = next((c for c in crashes if c.at_ms >= first.at_ms), None)
+        where = (
+            "no task crashed after it was fed, yet it was never sent"
+            if crash is None
+            else f"the first crash after it was fed: {crash}\n  committed then by {crash.commit.task}: "
+            + ", ".join(f"{canonical(p)} -> {canonical(o)}" for p, o in crash.commit.source)
+            + "\n  a committed offset ran ahead of the records delivered: the task resumed past this one"
+        )
+        raise g.GuaranteeViolation(
+            "every record fed to the source arrives at least once (no committed offset runs ahead of delivery)",
+            f"{len(lost)} of {len(self.expected)} fed records never arrived; the first, fed at {first.at_ms} ms: "
+            f"{first.value!r}\n{where}\nnever arrived:\n{g.describe([f.value for f in lost])}\n"
+            f"{len(crashes)} crashes, the first {min(len(crashes), 4)}:\n{g.describe(list(crashes[:4]))}\n"
+            f"handed over:\n{g.describe(driver.tap.sent)}",
+        )
 
     def sent_something(self, driver: ConnectorDriver) -> int:
         sent = len(driver.tap.sent)
@@ -164,33 +350,40 @@ def assert_resumed(
             )
 
 
-def assert_heartbeat_committed(driver: ConnectorDriver, beats: Sequence[Sent]) -> SourceOffset | None:
-    """Once a commit interval has passed, the last heartbeat's partition holds one of the heartbeats' offsets."""
-    driver.advance(driver.worker.worker.config["offset.flush.interval.ms"] + driver.tick_ms)
-    last = beats[-1]
-    stored = driver.worker.source_offset(driver.name, last.partition)
-    offered = {canonical(s.offset) for s in driver.tap.sent if s.heartbeat and s.partition == last.partition}
-    if canonical(stored) not in offered:
-        raise g.GuaranteeViolation(
-            "heartbeat offsets are committed",
-            f"partition {canonical(last.partition)} holds {canonical(stored)}, no heartbeat's offset; heartbeats:\n"
-            f"{g.describe(beats)}",
-        )
-    return stored
+def assert_idle_partitions_committed(driver: ConnectorDriver) -> None:
+    """After an idle spell longer than the commit interval, each source partition's stored offset is the last
+    offset handed over for it (by a record or a heartbeat)."""
+    for partition, sent in sorted(driver.tap.sent_by_partition().items()):
+        last = sent[-1]
+        stored = driver.worker.source_offset(driver.name, last.partition)
+        if canonical(stored) != canonical(last.offset):
+            raise g.GuaranteeViolation(
+                "heartbeat offsets are committed",
+                f"partition {partition} holds {canonical(stored)} after an idle spell, not the last offset handed "
+                f"over for it, {canonical(last.offset)}; handed over for the partition:\n{g.describe(sent)}",
+            )
 
 
 def source_conformance(
     connector: type[SourceConnector] | str,
     config: ConfigSpec,
     *,
-    feed: Callable[[Mapping[str, Any], int], None] | None = None,
+    feed: Callable[[Mapping[str, Any], int], Sequence[Any]] | None = None,
     provisioned: Callable[[Mapping[str, Any]], Any] | None = None,
+    advance_without_data: Callable[[Mapping[str, Any]], None] | None = None,
     advance_log: Callable[[Mapping[str, Any]], None] | None = None,
+    batch_size_key: str | None = None,
     bad_configs: Sequence[BadConfig] = (),
     worker_config: Mapping[str, Any] | None = None,
     kafka: bool = False,
 ) -> type[SourceConformance]:
     """A pytest class checking ``connector`` (bind it to a ``Test*`` name). ``config`` is the connector config, or
-    a callable given a :class:`ConformanceContext`; the probes get the config the connector was given."""
-    probes = {"feed": feed, "provisioned": provisioned, "advance_log": advance_log}
-    return suite_class(SourceConformance, connector, config, probes, bad_configs, worker_config, kafka)
+    a callable given a :class:`ConformanceContext`; the probes get the config the connector was given. ``feed``
+    returns the values it added; ``advance_log`` is the old name of ``advance_without_data``; ``batch_size_key``
+    names the connector's records-per-poll key (see :attr:`SourceConformance.batch_size_key`)."""
+    if advance_without_data is not None and advance_log is not None:
+        raise TypeError("give advance_without_data or its old name advance_log, not both")
+    probes = {"feed": feed, "provisioned": provisioned, "advance_without_data": advance_without_data or advance_log}
+    suite = suite_class(SourceConformance, connector, config, probes, bad_configs, worker_config, kafka)
+    suite.batch_size_key = batch_size_key
+    return suite

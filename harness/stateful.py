@@ -36,9 +36,10 @@ from headwater.harness import guarantees as g
 from headwater.harness.driver import ConnectorDriver
 from headwater.harness.schedule import SINK_FAULTS, SOURCE_FAULTS, Fault, FaultKind
 from headwater.harness.strategies import faults, json_values, topic_records
+from headwater.harness.tap import Commit
 from headwater.runtime.transport.base import Message
 from headwater.sdk.connector import Connector
-from headwater.sdk.records import SourceOffset
+from headwater.sdk.records import SourceOffset, TopicPartition
 
 SETTLE_MS = 10_000
 """How long, at most, the worker runs after the faults are healed for every value to arrive (it stops sooner once
@@ -177,6 +178,27 @@ class SinkMachine(ConnectorMachine):
 
     def prepare(self) -> None:
         self.driver.worker.create_topic(self.topic, self.partitions)
+        self.at_commit: g.GuaranteeViolation | None = None
+        """The first commit that covered a record the sink had not written, checked as it happened."""
+        self.driver.tap.on_commit.append(self.check_commit)
+
+    def check_commit(self, commit: Commit) -> None:
+        if self.at_commit is not None or not commit.sink:
+            return
+        worker = self.driver.worker
+
+        def below(tp: TopicPartition, committed: int) -> list[tuple[int, Any]]:
+            found = [m for m in worker.messages(tp.topic) if m.partition == tp.partition and m.offset < committed]
+            return [(m.offset, g.json_value(m)) for m in found]
+
+        try:
+            g.assert_commit_written(commit, self.written_values(), below)
+        except g.GuaranteeViolation as violation:
+            self.at_commit = violation
+
+    def raise_at_commit(self) -> None:
+        if self.at_commit is not None:
+            raise self.at_commit
 
     def written_values(self) -> list[Any]:
         """Every value the sink's external system holds, as the records carried it (decoded JSON)."""
@@ -193,6 +215,7 @@ class SinkMachine(ConnectorMachine):
     def check_guarantees(self) -> None:
         """pre_commit stays within what was consumed; every committed record is written; no stop hook raised."""
         tap = self.driver.tap
+        self.check(self.raise_at_commit)
         self.check(lambda: g.assert_pre_commit_contract(tap))
         self.check(lambda: g.assert_committed_records_written(tap, self.written_values()))
         self.check(lambda: g.assert_stop_hooks_clean(tap))

@@ -8,13 +8,14 @@ test asks for with :meth:`ConnectorTap.fail_next_puts`.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.harness.simulated import SimulatedWorker
-from headwater.sdk.errors import RetriableError
+from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.hookspecs import hookimpl
 from headwater.sdk.records import SinkRecord, SourceOffset, SourcePartition, SourceRecord, TopicPartition
 from headwater.sdk.task import SinkTask, SourceTask
@@ -84,9 +85,23 @@ class ConnectorTap:
         self.stops: list[tuple[str, bool]] = []
         self.stop_errors: list[tuple[str, str]] = []
         self.put_failures = 0
+        self.failing: set[str] = set()
+        """Tasks whose next ``poll`` or ``put`` raises :class:`ConnectError`, failing the task (see
+        :meth:`fail_tasks`)."""
         self.origin_ms = 0
+        self.on_commit: list[Callable[[Commit], None]] = []
+        """Called with every commit as it happens, before the task loop goes on (a check of what the connector's
+        external system holds at that moment reads it here)."""
         self.hooks = TapHooks(self)
         """The plugin to give the worker (``plugins=[tap.hooks]``)."""
+        self.freeze_on_commit = False
+        """When set, a source task whose offsets were just committed hands nothing more over (its ``poll`` and
+        heartbeat hook are not called) until it is restarted: the process died right after the commit."""
+        self.frozen: set[tuple[str, int]] = set()
+        self.mutated: list[tuple[Sent, Sent]] = []
+        """Offsets a task changed after handing them over: (the record as handed over, the later one that showed
+        the same offset map with another value)."""
+        self._offset_maps: dict[int, tuple[object, Sent]] = {}
         self._labels: dict[int, tuple[object, str, int]] = {}
         self._incarnations: dict[str, int] = {}
 
@@ -113,6 +128,9 @@ class ConnectorTap:
             poll = task.poll
 
             def tapped_poll() -> Sequence[SourceRecord] | None:
+                if (label, incarnation) in self.frozen:
+                    return None
+                self.raise_if_failing(label)
                 records = poll()
                 self.record_sent(label, incarnation, records or (), heartbeat=False)
                 return records
@@ -122,6 +140,7 @@ class ConnectorTap:
             put = task.put
 
             def tapped_put(records: Sequence[SinkRecord]) -> None:
+                self.raise_if_failing(label)
                 if self.put_failures > 0 and records:
                     self.put_failures -= 1
                     raise RetriableError("injected put failure (ConnectorTap.fail_next_puts)")
@@ -151,11 +170,36 @@ class ConnectorTap:
         return self.worker.clock.now_ms() - self.origin_ms if self.worker is not None else 0
 
     def record_sent(self, label: str, incarnation: int, records: Sequence[SourceRecord], heartbeat: bool) -> None:
+        """Note records handed over; partitions and offsets are copied as they are now (a task that mutates an
+        offset map it handed over changes what the runtime commits, not what the tap saw)."""
         now = self.now_ms()
         for r in records:
-            self.sent.append(
-                Sent(label, incarnation, now, heartbeat, r.source_partition, r.source_offset, r.topic, r.value)
-            )
+            partition, offset = copy.deepcopy(r.source_partition), copy.deepcopy(r.source_offset)
+            sent = Sent(label, incarnation, now, heartbeat, partition, offset, r.topic, r.value)
+            self.sent.append(sent)
+            if r.source_offset is not None:
+                known = self._offset_maps.get(id(r.source_offset))
+                if known is not None and known[0] is r.source_offset and known[1].offset != offset:
+                    self.mutated.append((known[1], sent))
+                self._offset_maps[id(r.source_offset)] = (r.source_offset, sent)
+
+    def record_commit(self, commit: Commit) -> None:
+        self.commits.append(commit)
+        if self.freeze_on_commit and commit.source:
+            self.frozen.add((commit.task, self._incarnations.get(commit.task, 0)))
+        for call in self.on_commit:
+            call(commit)
+
+    def fail_tasks(self) -> None:
+        """Make the next ``poll`` or ``put`` of every task of the connector raise :class:`ConnectError`: the
+        tasks fail, as with a bug or an outage the task cannot retry."""
+        assert self.worker is not None, "the tap is not attached to a worker"
+        self.failing = {str(task_id) for task_id in self.worker.worker.task_ids(self.connector)}
+
+    def raise_if_failing(self, label: str) -> None:
+        if label in self.failing:
+            self.failing.discard(label)
+            raise ConnectError(f"injected task failure (ConnectorTap.fail_tasks) in {label}")
 
     def fail_next_puts(self, n: int) -> None:
         """Make the next ``n`` non-empty ``put`` calls raise :class:`RetriableError` before the task sees them."""
@@ -198,6 +242,8 @@ class TapHooks:
         tap = self.tap
         records = yield
         label = tap.label_of(task)
+        if label is not None and (label, tap.incarnation_of(task)) in tap.frozen:
+            return []
         if label is not None and records:
             tap.record_sent(label, tap.incarnation_of(task), list(records), heartbeat=True)
         return records
@@ -224,12 +270,10 @@ class TapHooks:
         if label is not None and offsets:
             if isinstance(offsets, Mapping):
                 asked = next((p for p in reversed(tap.pre_commits) if p.task == label), None)
-                tap.commits.append(
-                    Commit(label, tap.now_ms(), sink=dict(offsets), pre_commit=asked, seen=len(tap.sent))
-                )
+                tap.record_commit(Commit(label, tap.now_ms(), sink=dict(offsets), pre_commit=asked, seen=len(tap.sent)))
             else:
-                pairs = tuple((p, o) for p, o in offsets)
-                tap.commits.append(Commit(label, tap.now_ms(), source=pairs, seen=len(tap.sent)))
+                pairs = tuple((copy.deepcopy(p), copy.deepcopy(o)) for p, o in offsets)
+                tap.record_commit(Commit(label, tap.now_ms(), source=pairs, seen=len(tap.sent)))
         return (yield)
 
     @hookimpl(wrapper=True)

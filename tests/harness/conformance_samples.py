@@ -35,13 +35,16 @@ STAGING: set[str] = set()
 
 
 class LogSource(SourceConnector):
-    """Captures the log ``log`` into ``topic``: offset ``{"position": p}``; heartbeats carry the log position."""
+    """Captures the logs ``<log>/0`` .. ``<log>/<partitions - 1>`` into ``topic``, one source partition
+    ``{"log": name}`` per log, spread over up to ``tasks.max`` tasks; offset ``{"position": p}``; heartbeats carry
+    each log's position."""
 
     def config_def(self) -> ConfigDef:
         return (
             ConfigDef()
-            .define("log", Type.STRING, importance=Importance.HIGH, documentation="The log to capture.")
+            .define("log", Type.STRING, importance=Importance.HIGH, documentation="The logs' common name.")
             .define("topic", Type.STRING, importance=Importance.HIGH, documentation="Where records go.")
+            .define("partitions", Type.INT, 3, Importance.LOW, "How many logs.", at_least(1))
             .define("batch.size", Type.INT, 3, Importance.LOW, "Records per poll.", self.batch_validator())
         )
 
@@ -56,7 +59,9 @@ class LogSource(SourceConnector):
         return LogTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [self.config]
+        names = log_names(self.config)
+        tasks = min(max_tasks, len(names))
+        return [{**self.config, "logs": ",".join(names[n::tasks])} for n in range(tasks)]
 
     @hookimpl(specname="stop")
     def on_stop(self, connector_deleted: bool) -> None:
@@ -64,54 +69,83 @@ class LogSource(SourceConnector):
             SLOTS.discard(self.config["log"])
 
 
+def log_names(config: Mapping[str, Any]) -> list[str]:
+    return [f"{config['log']}/{n}" for n in range(int(config.get("partitions", 3)))]
+
+
 class LogTask(SourceTask):
     def start(self, config: Mapping[str, str]) -> None:
-        self.log = LOGS.setdefault(config["log"], [])
         self.topic, self.batch = config["topic"], int(config.get("batch.size", "3"))
-        self.partition = {"log": config["log"]}
-        self.next = self.resume_at(self.context.offset_storage_reader.offset(self.partition))
-        self.captured = self.next - 1
+        self.logs = {name: LOGS.setdefault(name, []) for name in config["logs"].split(",")}
+        self.next: dict[str, int] = {}
+        self.captured: dict[str, int] = {}
+        for name in self.logs:
+            stored = self.context.offset_storage_reader.offset(self.partition(name))
+            self.next[name] = self.resume_at(name, stored)
+            self.captured[name] = self.next[name] - 1
 
-    def resume_at(self, stored: Mapping[str, Any] | None) -> int:
+    def partition(self, name: str) -> dict[str, str]:
+        return {"log": name}
+
+    def resume_at(self, name: str, stored: Mapping[str, Any] | None) -> int:
         return int(stored["position"]) + 1 if stored else 0
 
-    def offset(self, position: int) -> dict[str, int]:
+    def offset(self, name: str, position: int) -> dict[str, int]:
         return {"position": position}
 
     def poll(self) -> list[SourceRecord]:
         records: list[SourceRecord] = []
-        while self.next < len(self.log) and len(records) < self.batch:
-            if self.log[self.next] is not None:
-                records.append(SourceRecord(self.partition, self.offset(self.next), self.topic, self.log[self.next]))
-                self.captured = self.next
-            self.next += 1
+        for name, log in self.logs.items():
+            while self.next[name] < len(log) and len(records) < self.batch:
+                position = self.next[name]
+                if log[position] is not None:
+                    offset = self.offset(name, position)
+                    records.append(SourceRecord(self.partition(name), offset, self.topic, log[position]))
+                    self.captured[name] = position
+                self.next[name] += 1
         return records
 
     @hookimpl
     def produce_heartbeat_records(self, topic: str) -> list[SourceRecord]:
-        position = self.heartbeat_position()
-        if position < 0:
-            return []
-        value = {"at": position}  # keyed: the heartbeat topic is compacted
-        return [
-            SourceRecord(self.partition, {"position": position}, self.heartbeat_topic(topic), value, self.partition)
-        ]
+        beats = []
+        for name in self.heartbeat_logs():
+            position = self.heartbeat_position(name)
+            if position >= 0:
+                partition = self.partition(name)  # the key: the heartbeat topic is compacted
+                value = {"log": name, "at": position}
+                offset = {"position": position}
+                beats.append(SourceRecord(partition, offset, self.heartbeat_topic(topic), value, partition))
+        return beats
 
-    def heartbeat_position(self) -> int:
-        return self.next - 1
+    def heartbeat_logs(self) -> list[str]:
+        return list(self.logs)
+
+    def heartbeat_position(self, name: str) -> int:
+        return self.next[name] - 1
 
     def heartbeat_topic(self, topic: str) -> str:
         return topic
 
 
-def feed_log(config: Mapping[str, Any], count: int) -> None:
-    log = LOGS.setdefault(config["log"], [])
-    first = len(log)
-    log.extend({"n": first + i} for i in range(count))
+FED: dict[str, int] = {}
+"""How many records each log name has been fed, to spread them round-robin over its partitions."""
+
+
+def feed_log(config: Mapping[str, Any], count: int) -> list[Any]:
+    names = log_names(config)
+    values = []
+    for _ in range(count):
+        n = FED[config["log"]] = FED.get(config["log"], 0) + 1
+        name = names[n % len(names)]
+        log = LOGS.setdefault(name, [])
+        values.append({"log": name, "n": len(log)})
+        log.append(values[-1])
+    return values
 
 
 def advance_log(config: Mapping[str, Any]) -> None:
-    LOGS.setdefault(config["log"], []).append(None)
+    for name in log_names(config):
+        LOGS.setdefault(name, []).append(None)
 
 
 def slots(config: Mapping[str, Any]) -> list[str]:
@@ -126,7 +160,7 @@ class ForgetfulSource(LogSource):
 
 
 class ForgetfulTask(LogTask):
-    def resume_at(self, stored: Mapping[str, Any] | None) -> int:
+    def resume_at(self, name: str, stored: Mapping[str, Any] | None) -> int:
         return 0
 
 
@@ -138,7 +172,7 @@ class SkippingSource(LogSource):
 
 
 class SkippingTask(LogTask):
-    def offset(self, position: int) -> dict[str, int]:
+    def offset(self, name: str, position: int) -> dict[str, int]:
         return {"position": position + 1}
 
 
@@ -177,8 +211,112 @@ class StuckHeartbeatSource(LogSource):
 
 
 class StuckHeartbeatTask(LogTask):
-    def heartbeat_position(self) -> int:
-        return self.captured
+    def heartbeat_position(self, name: str) -> int:
+        return self.captured[name]
+
+
+class ReadAheadSource(LogSource):
+    """Breaks at-least-once: reads everything new into a buffer and gives each record the task's read position,
+    not its own (a file source that records ``file.tell()``)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return ReadAheadTask
+
+
+class ReadAheadTask(LogTask):
+    def poll(self) -> list[SourceRecord]:
+        if not hasattr(self, "buffer"):
+            self.buffer: list[tuple[str, Any]] = []
+        for name, log in self.logs.items():
+            while self.next[name] < len(log):
+                if log[self.next[name]] is not None:
+                    self.buffer.append((name, log[self.next[name]]))
+                self.next[name] += 1
+        taken, self.buffer = self.buffer[: self.batch], self.buffer[self.batch :]
+        return [
+            SourceRecord(self.partition(name), {"position": self.next[name] - 1}, self.topic, value)
+            for name, value in taken
+        ]
+
+
+class HeartbeatAheadSource(LogSource):
+    """Breaks at-least-once: heartbeats carry the end of the log while records are still unread."""
+
+    def task_class(self) -> type[SourceTask]:
+        return HeartbeatAheadTask
+
+
+class HeartbeatAheadTask(LogTask):
+    def heartbeat_position(self, name: str) -> int:
+        return len(self.logs[name]) - 1
+
+
+class RestartDropsSource(LogSource):
+    """Breaks at-least-once: a restarted task starts at the end of the log, dropping what came while it was down."""
+
+    def task_class(self) -> type[SourceTask]:
+        return RestartDropsTask
+
+
+class RestartDropsTask(LogTask):
+    def resume_at(self, name: str, stored: Mapping[str, Any] | None) -> int:
+        return len(self.logs[name]) if stored else 0
+
+
+class MissingPartitionSource(LogSource):
+    """Breaks at-least-once: with more than one task, ``task_configs`` leaves the last log out."""
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        names = log_names(self.config)
+        if max_tasks > 1:
+            names = names[:-1]
+        tasks = min(max_tasks, len(names))
+        return [{**self.config, "logs": ",".join(names[n::tasks])} for n in range(tasks)]
+
+
+class OverlapSource(LogSource):
+    """Breaks partition ownership: every task is given every log."""
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{**self.config, "logs": ",".join(log_names(self.config))} for _ in range(max_tasks)]
+
+
+class SharedOffsetSource(LogSource):
+    """Breaks at-least-once: one offset map per log, updated in place, so records already handed over later carry
+    a position the task has not handed over yet."""
+
+    def task_class(self) -> type[SourceTask]:
+        return SharedOffsetTask
+
+
+class SharedOffsetTask(LogTask):
+    def offset(self, name: str, position: int) -> dict[str, int]:
+        if not hasattr(self, "offsets"):
+            self.offsets: dict[str, dict[str, int]] = {}
+        shared = self.offsets.setdefault(name, {})
+        shared["position"] = position
+        return shared
+
+
+class OneHeartbeatSource(LogSource):
+    """Breaks heartbeats: each task sends them for its first log only, so its other logs' offsets never move
+    while they are idle."""
+
+    def task_class(self) -> type[SourceTask]:
+        return OneHeartbeatTask
+
+
+class OneHeartbeatTask(LogTask):
+    def heartbeat_logs(self) -> list[str]:
+        return list(self.logs)[:1]
+
+
+class TidySource(LogSource):
+    """Breaks cleanup: removes its slot on every stop, deleted or not."""
+
+    @hookimpl(specname="stop")
+    def on_stop(self, connector_deleted: bool) -> None:
+        SLOTS.discard(self.config["log"])
 
 
 # ---- sinks -----------------------------------------------------------------------------------------------------
@@ -295,3 +433,35 @@ class HoardingTask(TableTask):
     @hookimpl
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         return {tp: offset for tp, offset in self.written.items() if tp in current_offsets}
+
+
+class OnePastSink(TableSink):
+    """Breaks the commit rule: says one record more than it wrote is safe to commit."""
+
+    def task_class(self) -> type[SinkTask]:
+        return OnePastTask
+
+
+class OnePastTask(TableTask):
+    @hookimpl
+    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        found = self.written.items()
+        return {tp: min(offset + 1, current_offsets[tp]) for tp, offset in found if tp in current_offsets}
+
+
+class SkipRedeliveredSink(TableSink):
+    """Breaks at-least-once: remembers the highest offset it was given per partition, even across a revocation,
+    and skips records below it as duplicates, though the revocation dropped them unwritten."""
+
+    def task_class(self) -> type[SinkTask]:
+        return SkipRedeliveredTask
+
+
+class SkipRedeliveredTask(TableTask):
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        if not hasattr(self, "seen"):
+            self.seen: dict[TopicPartition, int] = {}
+        fresh = [r for r in records if r.offset >= self.seen.get(r.topic_partition, 0)]
+        for r in records:
+            self.seen[r.topic_partition] = max(self.seen.get(r.topic_partition, 0), r.offset + 1)
+        super().put(fresh)

@@ -8,7 +8,9 @@ heartbeat topic refused them. That is why the suite runs on both."""
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import conformance_samples as samples
@@ -34,7 +36,8 @@ TestLogSource = source_conformance(
     log_config,
     feed=samples.feed_log,
     provisioned=samples.slots,
-    advance_log=samples.advance_log,
+    advance_without_data=samples.advance_log,
+    batch_size_key="batch.size",
     bad_configs=[({"batch.size": "0"}, "batch.size"), ({"log": None}, "log")],
     kafka=True,  # CI shows the suite on a real broker too
 )
@@ -60,8 +63,8 @@ def table_config(batch):
 
 def source(connector):
     return source_conformance(
-        connector, log_config, feed=feed_log, provisioned=slots, advance_log=advance_log,
-        bad_configs=[({"batch.size": "0"}, "batch.size")],
+        connector, log_config, feed=feed_log, provisioned=slots, advance_without_data=advance_log,
+        batch_size_key="batch.size", bad_configs=[({"batch.size": "0"}, "batch.size")],
     )
 
 def sink(connector, batch=2):
@@ -69,97 +72,151 @@ def sink(connector, batch=2):
 
 TestForgetful = source(ForgetfulSource)
 TestSkipping = source(SkippingSource)
-TestLeaky = source(LeakySource)
-TestLax = source(LaxSource)
-TestStray = source(StrayHeartbeatSource)
+TestReadAhead = source(ReadAheadSource)
+TestHeartbeatAhead = source(HeartbeatAheadSource)
+TestRestartDrops = source(RestartDropsSource)
+TestMissingPartition = source(MissingPartitionSource)
+TestOverlap = source(OverlapSource)
+TestSharedOffset = source(SharedOffsetSource)
+TestOneHeartbeat = source(OneHeartbeatSource)
 TestStuck = source(StuckHeartbeatSource)
-TestEager = sink(EagerSink, batch=100)
+TestStray = source(StrayHeartbeatSource)
+TestLeaky = source(LeakySource)
+TestTidy = source(TidySource)
+TestLax = source(LaxSource)
+TestEager = sink(EagerSink)
+TestOnePast = sink(OnePastSink)
 TestGreedy = sink(GreedySink)
 TestHoarding = sink(HoardingSink, batch=4)
+TestSkipRedelivered = sink(SkipRedeliveredSink, batch=3)
 """
 
+ARRIVES = "every record fed to the source arrives at least once (no committed offset runs ahead of delivery)"
+FORWARD = "committed source offsets only move forward"
+RESENT = "records handed over but not committed are sent again after a crash (at-least-once)"
 RESUME = "a task resumes after its committed offset"
-AT_LEAST_ONCE = "records handed over but not committed are sent again after a crash (at-least-once)"
+ADVANCE = "heartbeat offsets advance with the source's position while it sends no data"
+CLEANUP = "stop(connector_deleted=True) removes what the connector provisioned; nothing else does"
 WRITTEN = "a committed sink offset covers only records the sink has written"
 BEYOND = "pre_commit returns no offset beyond what was consumed"
 EVENTUALLY = "a sink commits every record it is given, eventually"
 
-EXPECTED = {
-    "TestForgetful::test_offsets_resume_after_a_restart": f"{RESUME} (after a restart)",
-    "TestForgetful::test_offsets_resume_after_a_crash": f"{RESUME} (after a crash)",
-    "TestSkipping::test_offsets_resume_after_a_crash": AT_LEAST_ONCE,
-    "TestSkipping::test_heartbeats_advance_and_are_committed": "committed source offsets only move forward",
-    "TestLeaky::test_delete_cleans_up_and_plain_stop_does_not": "stop(connector_deleted=True) removes what the "
-    "connector provisioned; a plain stop keeps it",
-    "TestLax::test_bad_config_is_rejected_naming_the_key": "config validation rejects a bad value with a message "
-    "naming its key",
-    "TestStray::test_heartbeats_advance_and_are_committed": "heartbeat records go to the heartbeat topic",
-    "TestStuck::test_heartbeats_advance_and_are_committed": "heartbeat offsets advance with the source's position "
-    "while it sends no data",
-    "TestEager::test_pre_commit_contract_holds": WRITTEN,
-    "TestEager::test_offsets_resume_after_a_restart": WRITTEN,
-    "TestEager::test_offsets_resume_after_a_crash": WRITTEN,
-    "TestGreedy::test_pre_commit_contract_holds": BEYOND,
-    "TestGreedy::test_offsets_resume_after_a_restart": BEYOND,
-    "TestGreedy::test_offsets_resume_after_a_crash": BEYOND,
-    "TestHoarding::test_pre_commit_contract_holds": EVENTUALLY,
-    "TestHoarding::test_offsets_resume_after_a_restart": EVENTUALLY,
-    "TestHoarding::test_offsets_resume_after_a_crash": EVENTUALLY,
+
+@dataclass(frozen=True)
+class Planted:
+    bug: str
+    guarantee: str
+    """The guarantee the suite must name (in at least one failing check)."""
+    also: frozenset[str] = frozenset()
+    """Other guarantees its failures may name: a bug often breaks more than one."""
+
+
+GATE = {
+    "TestForgetful": Planted(
+        "ignores its committed offset when it starts again",
+        f"{RESUME} (after a restart)",
+        frozenset({f"{RESUME} (after a crash)", FORWARD}),
+    ),
+    "TestSkipping": Planted("a record's offset is the next record's position", ARRIVES, frozenset({RESENT, FORWARD})),
+    "TestReadAhead": Planted("a record's offset is the task's read position, not its own", ARRIVES),
+    "TestHeartbeatAhead": Planted(
+        "heartbeats carry the end of the log while records are unread", ARRIVES, frozenset({FORWARD})
+    ),
+    "TestRestartDrops": Planted("a restarted task drops what came while it was down", ARRIVES, frozenset({RESENT})),
+    "TestMissingPartition": Planted("task_configs leaves a partition out when tasks.max > 1", ARRIVES),
+    "TestOverlap": Planted(
+        "task_configs gives every task every partition", "every source partition is read by exactly one task"
+    ),
+    "TestSharedOffset": Planted(
+        "one offset map per partition, updated in place", "a source offset handed over is never changed afterwards"
+    ),
+    "TestOneHeartbeat": Planted("heartbeats for one partition of each task only", ADVANCE),
+    "TestStuck": Planted("heartbeats carry the last captured position, not the log's", ADVANCE),
+    "TestStray": Planted("heartbeats go to a topic of their own", "heartbeat records go to the heartbeat topic"),
+    "TestLeaky": Planted("cleans up on no stop, not even on delete", CLEANUP),
+    "TestTidy": Planted("cleans up on every stop, deleted or not", CLEANUP),
+    "TestLax": Planted("accepts any batch size", "config validation rejects a bad value with a message naming its key"),
+    "TestEager": Planted("pre_commit returns current_offsets (commits what it only buffered)", WRITTEN),
+    "TestOnePast": Planted("pre_commit says one record more than it wrote is safe", WRITTEN, frozenset({EVENTUALLY})),
+    "TestGreedy": Planted("pre_commit returns offsets beyond what was consumed", BEYOND),
+    "TestHoarding": Planted("never writes a partial batch, so never commits the tail", EVENTUALLY),
+    "TestSkipRedelivered": Planted(
+        "skips records redelivered after a revocation as duplicates", WRITTEN, frozenset({EVENTUALLY})
+    ),
 }
-"""Every check each broken connector must fail, and the guarantee its failure must name; every other check passes."""
+"""The mutation gate: each planted bug, and the guarantee the suite must name when it fails the connector."""
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+@pytest.fixture(scope="module")
+def gate_run(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The suite run once over every planted-bug connector, in a pytest of its own; its output lines."""
+    where = tmp_path_factory.mktemp("gate")
+    (where / "conformance_samples.py").write_text(SAMPLES_PATH.read_text())
+    (where / "test_broken.py").write_text(BROKEN)
+    args = ["-p", "no:hypothesispytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-rf", "-q"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "test_broken.py"], cwd=where, capture_output=True, text=True
+    )
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout.splitlines()
+
+
+def failures(lines: list[str]) -> dict[str, list[str | None]]:
+    """Per planted-bug class, the guarantee each failing check named (``None``: a failure naming none)."""
+    found: dict[str, list[str | None]] = {}
+    test: str | None = None
+    for line in lines:
+        header = re.match(r"_+ (\w+)\.(\w+)\[simulated[^\]]*\] _+$", line)
+        if header:
+            test = header.group(1)
+            found.setdefault(test, []).append(None)
+        named = re.match(r"E +\S*GuaranteeViolation: guarantee broken: (.*)$", line)
+        if named and test is not None and found[test][-1] is None:
+            found[test][-1] = named.group(1)
+    return found
+
+
+def test_the_suite_fails_every_planted_bug_naming_its_guarantee(gate_run: list[str]) -> None:
+    found = failures(gate_run)
+    report = [
+        f"{name}: {GATE[name].bug if name in GATE else '?'} -> {sorted(set(map(str, named)))}"
+        for name, named in found.items()
+    ]
+    assert set(found) == set(GATE), "\n".join(report)
+    for name, planted in GATE.items():
+        named = found[name]
+        assert None not in named, f"{name}: a failure named no guarantee\n" + "\n".join(gate_run[-80:])
+        assert planted.guarantee in named, f"{name} ({planted.bug}) never failed naming {planted.guarantee!r}: {named}"
+        stray = set(named) - {planted.guarantee} - planted.also
+        assert not stray, f"{name} ({planted.bug}) failed naming other guarantees too: {stray}"
+    assert len(GATE) >= 12
+    summary = gate_run[-1]
+    assert " passed" in summary and "error" not in summary, summary
+
+
+def test_failure_names_the_partition_the_first_lost_record_and_the_commit(gate_run: list[str]) -> None:
+    text = "\n".join(gate_run)
+    block = text[text.index("TestReadAhead.test_no_record_is_lost") :]
+    block = block[: block.index("\n____")] if "\n____" in block else block
+    assert f"guarantee broken: {ARRIVES}" in block
+    assert re.search(r"fed records never arrived; the first, fed at \d+ ms: \{'log': 'log-\S+/\d', 'n': \d\}", block)
+    assert re.search(r"the first crash after it was fed: crash at \d+ ms, right after conformance-\d committed", block)
+    assert re.search(r'committed then by conformance-\d: \{"log":"log-\S+/\d"\} -> \{"position":\d\}', block)
+    assert "data records (" in block and "heartbeats (" in block, "data records are listed apart from heartbeats"
+
+
+def test_kafka_option_runs_every_check_on_a_real_broker_too(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(conformance_samples=SAMPLES_PATH.read_text(), test_broken=BROKEN)
     pytester.syspathinsert()
     sys.modules.pop("conformance_samples", None)
     try:
-        return pytester.runpytest("-p", "no:hypothesispytest", "-p", "no:randomly", "-rf", *args)
+        plain = pytester.runpytest("--collect-only", "-q", "-k", "TestLeaky")
+        with_kafka = pytester.runpytest("--collect-only", "-q", "-k", "TestLeaky", "--conformance-kafka")
     finally:
         sys.modules["conformance_samples"] = samples
-
-
-def broken_guarantees(result: pytest.RunResult) -> dict[str, str]:
-    """Each failed test (``Class::test``) and the first guarantee its failure report names."""
-    found: dict[str, str] = {}
-    test = None
-    for line in result.stdout.lines:
-        header = re.match(r"_{3,} (\w+)\.(\w+)\[simulated[^\]]*\] _{3,}$", line)
-        if header:
-            test = f"{header.group(1)}::{header.group(2)}"
-        named = re.match(r"E +\S*GuaranteeViolation: guarantee broken: (.*)$", line)
-        if named and test is not None and test not in found:
-            found[test] = named.group(1)
-    return found
-
-
-def test_each_broken_connector_fails_exactly_the_check_of_its_guarantee(pytester: pytest.Pytester) -> None:
-    result = run(pytester)
-    assert broken_guarantees(result) == EXPECTED, "\n".join(result.stdout.lines[-60:])
-    outcomes = result.parseoutcomes()
-    assert outcomes["failed"] == len(EXPECTED)
-    assert outcomes["passed"] > 20
-
-
-def test_failure_shows_the_records_and_offsets_involved(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "-k", "TestSkipping and crash")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            f"*guarantee broken: {AT_LEAST_ONCE}",
-            'E * partition {"log":"log-*"}: committed {"position":*} at the crash; never sent again:',
-            'E *record {"position":*} -> conformance {*} (conformance-0#1)',
-            "E *sent after the crash:",
-        ]
-    )
-
-
-def test_kafka_option_runs_every_check_on_a_real_broker_too(pytester: pytest.Pytester) -> None:
-    plain = run(pytester, "--collect-only", "-q", "-k", "TestLeaky")
-    with_kafka = run(pytester, "--collect-only", "-q", "-k", "TestLeaky", "--conformance-kafka")
-    simulated = [line for line in plain.stdout.lines if line.endswith("[simulated]")]
-    assert simulated and not [line for line in plain.stdout.lines if line.endswith("[kafka]")]
-    kafka = [line for line in with_kafka.stdout.lines if line.endswith("[kafka]")]
-    assert sorted(line.replace("[kafka]", "") for line in kafka) == sorted(
-        line.replace("[simulated]", "") for line in simulated
+    simulated = [line for line in plain.stdout.lines if "[simulated" in line]
+    assert simulated and not [line for line in plain.stdout.lines if "[kafka" in line]
+    kafka = [line for line in with_kafka.stdout.lines if "[kafka" in line]
+    assert sorted(line.replace("[kafka", "[") for line in kafka) == sorted(
+        line.replace("[simulated", "[") for line in simulated
     )

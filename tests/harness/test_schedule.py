@@ -76,7 +76,7 @@ def test_schedules_are_in_time_order_within_the_horizon(schedule: list[tuple[int
 
 
 def log_source(name: str, **worker_config: Any) -> ConnectorDriver:
-    config = {"log": name, "topic": "data"}
+    config = {"log": name, "topic": "data", "partitions": 1}
     driver = ConnectorDriver(
         samples.LogSource, config, worker_config={"offset.flush.interval.ms": 500, **worker_config}
     )
@@ -85,7 +85,7 @@ def log_source(name: str, **worker_config: Any) -> ConnectorDriver:
 
 
 def stored(driver: ConnectorDriver) -> Any:
-    return driver.worker.source_offset(driver.name, {"log": driver.config["log"]})
+    return driver.worker.source_offset(driver.name, {"log": f"{driver.config['log']}/0"})
 
 
 def test_slow_acks_hold_the_commit_until_released() -> None:
@@ -159,7 +159,8 @@ def test_play_schedule_applies_faults_at_their_time_and_releases_held_acks() -> 
     assert driver.worker.clock.now_ms() == start + 2_000
     assert not driver.memory_broker.faults.holding
     assert ("connector-0", False) in driver.tap.stops, "the restart stopped the task"
-    assert [(s.value, s.incarnation) for s in driver.tap.sent] == [({"n": 0}, 1), ({"n": 1}, 1)]
+    fed = [{"log": "schedule/0", "n": 0}, {"log": "schedule/0", "n": 1}]
+    assert [(s.value, s.incarnation) for s in driver.tap.sent] == [(fed[0], 1), (fed[1], 1)]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -171,15 +172,15 @@ def test_no_record_is_lost_whatever_the_schedule(schedule: list[tuple[int, Fault
     name = f"given-{id(schedule)}-{len(samples.LOGS)}"
     driver = log_source(name, **{"heartbeat.interval.ms": 700})
     try:
+        expected = []
         for count in batches:
-            samples.feed_log(driver.config, count)
+            expected += samples.feed_log(driver.config, count)
             play_schedule(driver, schedule, until_ms=1_000)
         driver.heal()
-        expected = list(samples.LOGS[name])
         driver.settle(lambda: len(driver.worker.values("data")) >= len(expected))
         g.assert_at_least_once(expected, driver.worker.values("data"), "source to Kafka", driver.tap)
         g.assert_committed_offsets_were_sent(driver.tap)
         g.assert_source_offsets_monotonic(driver.tap)
     finally:
         driver.close()
-        samples.LOGS.pop(name, None)
+        samples.LOGS.pop(f"{name}/0", None)

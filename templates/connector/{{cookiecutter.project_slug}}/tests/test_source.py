@@ -30,12 +30,15 @@ def config(context: ConformanceContext) -> dict[str, str]:
     return {"file": str(path), "topic": context.topic}
 
 
-def feed(config: Mapping[str, Any], count: int) -> None:
-    """New data in the source: ``count`` JSON lines."""
-    append(config["file"], *(json.dumps({"n": n}) for n in range(count)))
+def feed(config: Mapping[str, Any], count: int) -> list[Any]:
+    """New data in the source: ``count`` JSON lines, each unique; returns the values the records will carry."""
+    first = len(Path(config["file"]).read_text(encoding="utf-8").splitlines())
+    values = [{"line": first + n} for n in range(count)]
+    append(config["file"], *(json.dumps(value) for value in values))
+    return values
 
 
-def advance_log(config: Mapping[str, Any]) -> None:
+def advance_without_data(config: Mapping[str, Any]) -> None:
     """The source moves on without data for us: a comment line, which the connector skips."""
     append(config["file"], "# not captured")
 
@@ -44,7 +47,8 @@ TestConformance = source_conformance(
     {{ cookiecutter.class_prefix }}SourceConnector,
     config,
     feed=feed,
-    advance_log=advance_log,
+    advance_without_data=advance_without_data,
+    batch_size_key="batch.size",  # the suite also runs with one and two records per poll
     provisioned=lambda config: slots(config["file"]),
     bad_configs=[({"batch.size": "0"}, "batch.size"), ({"file": " "}, "file"), ({"topic": None}, "topic")],
 )
@@ -86,6 +90,24 @@ def test_lines_arrive_and_heartbeats_commit_past_skipped_ones(
     worker.advance(2_000)
     assert worker.values("lines") == [{"id": 1}, {"id": 2}], "skipped lines send nothing"
     worker.assert_source_offset("lines", {"file": str(path)}, {"line": 4})
+
+
+def test_a_heartbeat_reports_only_the_position_of_data_already_handed_over(
+    make_simulated_worker: Callable[..., SimulatedWorker], tmp_path: Path
+) -> None:
+    path = tmp_path / "input.jsonl"
+    append(path, '{"id": 1}', "# a comment", '{"id": 2}', '{"id": 3}')
+    worker = make_simulated_worker({"offset.flush.interval.ms": 10, "heartbeat.interval.ms": 10})
+    config = {"file": str(path), "topic": "lines", "batch.size": 1}
+    worker.add_connector("lines", {{ cookiecutter.class_prefix }}SourceConnector, config)
+    for _ in range(10):
+        worker.advance(10)
+        handed_over = [value["id"] for value in worker.values("lines")]
+        last = {0: -1, 1: 0, 2: 2, 3: 3}[len(handed_over)]  # the line of the last record handed over
+        beats = [beat["line"] for beat in worker.values("connect-heartbeats")]
+        assert all(line <= last for line in beats), f"heartbeats {beats} ran ahead of records {handed_over}"
+    assert worker.values("lines") == [{"id": 1}, {"id": 2}, {"id": 3}]
+    worker.assert_source_offset("lines", {"file": str(path)}, {"line": 3})
 
 
 def test_the_connector_is_installed_under_its_entry_point() -> None:
