@@ -182,3 +182,12 @@ class KafkaSteppedWorker(SimulatedWorker):
             if isinstance(task, WorkerSourceTask) and isinstance(task.producer, KafkaProducer):
                 task.producer.flush(TIMEOUT_S * 1000)
         return progressed
+
+    def __repr__(self) -> str:
+        """The simulated worker's state without its topics: the broker is shared by every test of a session, and
+        counting the records of all its topics (hundreds) takes minutes, which a failing assertion's report would."""
+        tasks = ", ".join(repr(t) for t in self.worker.tasks.values()) or "no tasks"
+        return (
+            f"KafkaSteppedWorker(now_ms={self.clock.now_ms()}, bootstrap={self.inspector.bootstrap_servers}, "
+            f"connectors={self.herder.connectors()}, tasks=[{tasks}])"
+        )

@@ -44,8 +44,16 @@ def produce_heartbeat_records(
     ``offsets``: ``(source partition, offset)`` pairs, the newest offset the task has handed to the runtime for
     each source partition, acknowledged or not (stored offsets for partitions not seen since start are not read).
 
+    A heartbeat reports only the position of data already handed over: its offset must never run ahead of the
+    records the task has returned from ``poll`` (it is committed like theirs, and a restarted task resumes after
+    it, so records read but not yet returned would be lost). The hook is called only when every record of earlier
+    polls has been handed to the producer.
+
     Returns the heartbeat records. They travel the ordinary send, acknowledge and commit path: a heartbeat's offset
     for a source partition becomes committable only when every earlier record of that partition is acknowledged.
+    A record without a key is given its source partition as key, which the ``key.converter`` then writes like any
+    key: the heartbeat topic is compacted, and Kafka refuses a record without a key on a compacted topic (with a
+    key converter that cannot write a mapping, such as ``bytes``, give the records keys of your own).
     The first non-``None`` result wins; the built-in default returns no records.
     """
 

@@ -4,7 +4,9 @@ keep the committed offset moving while nothing captured changes.
 ``CHANGE_LOG`` stands for the change log (a PostgreSQL WAL, a MySQL binlog): entry ``n - 1`` is log position
 ``n``. Every write to the database moves the position; writes to tables the connector does not capture are
 ``None``. A real database keeps its log until the connector's committed position has passed it, so a connector
-whose tables are quiet must still report how far it has read: that is what its heartbeat records do.
+whose tables are quiet must still report how far it has read: that is what its heartbeat records do. A heartbeat
+reports only the position of data already handed over (rows ``poll`` has returned), never further, or a restart
+would resume past rows that were never sent.
 """
 
 from collections.abc import Mapping
@@ -43,5 +45,6 @@ class ChangeLogTask(SourceTask):
 
     @hookimpl
     def produce_heartbeat_records(self, topic: str) -> list[SourceRecord]:
-        # Called before poll and only when nothing is waiting to be sent: every row up to here is handed over.
-        return [SourceRecord(LOG, {"position": self.position}, topic, {"position": self.position})]
+        # Called before poll and only when nothing is waiting to be sent: every row up to here is handed over, so
+        # the position reports only data already handed over. Keyed: the heartbeat topic is compacted.
+        return [SourceRecord(LOG, {"position": self.position}, topic, {"position": self.position}, key=LOG)]

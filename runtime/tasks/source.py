@@ -3,11 +3,13 @@
 One pass: serve delivery callbacks; commit offsets if ``offset.flush.interval.ms`` has passed; if paused,
 stop there; if nothing is waiting to be sent, ask for heartbeat records when ``heartbeat.interval.ms`` has
 passed and send them; then ``poll`` and send. Heartbeat records go through exactly the same
-submit/send/acknowledge/commit path as data.
+submit/send/acknowledge/commit path as data; one without a key is keyed by its source partition first, because
+the heartbeat topic is compacted and Kafka refuses a record without a key there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -37,6 +39,15 @@ def _raw_columns(batch: SourceBatch) -> bool:
     if not set(map(type, batch.values)) <= _RAW:
         return False
     return batch.keys is None or set(map(type, batch.keys)) <= _RAW
+
+
+def keyed(heartbeat: SourceRecord) -> SourceRecord:
+    """``heartbeat``, keyed by its source partition when it has no key (the key converter then writes that
+    partition like any key): the heartbeat topic is compacted, which keeps the latest heartbeat per key, and Kafka
+    refuses a record without a key on a compacted topic."""
+    if heartbeat.key is not None or heartbeat.source_partition is None:
+        return heartbeat
+    return dataclasses.replace(heartbeat, key=dict(heartbeat.source_partition))
 
 
 class StoreOffsetReader(OffsetStorageReader):
@@ -75,7 +86,7 @@ class WorkerSourceTask(WorkerTask):
         super().__init__(id, task, config, settings, clock or SystemClock(), listener, plugins)
         self.producer = producer
         self.offset_store = offset_store
-        self.acks = Acks(str(id), tolerate=settings.errors_tolerance == "all")
+        self.acks = Acks(str(id), tolerate=settings.errors_tolerance == "all", explain=producer.delivery_error)
         self.submitted = SubmittedRecords(self.acks)
         self._uncommitted: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
         self._to_send: Sequence[SourceRecord] | None = None
@@ -140,7 +151,7 @@ class WorkerSourceTask(WorkerTask):
             task=self.task, topic=self.settings.heartbeat_topic, offsets=offsets
         )
         self.heartbeat_calls += 1
-        found = list(records or ())
+        found = [keyed(record) for record in records or ()]
         self.heartbeat_records += len(found)
         return found
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from headwater.sdk.errors import ConnectError
@@ -35,24 +35,27 @@ def partition_key(partition: SourcePartition | None) -> PartitionKey:
 class Acks:
     """What the delivery callbacks of one task's records report to: how many were acknowledged, the topics they
     were stored in (KIP-558's source rule: after the acknowledgement), and the first send failure that was not
-    tolerated (``errors.tolerance=all`` tolerates them)."""
+    tolerated (``errors.tolerance=all`` tolerates them). ``explain`` is the producer's ``delivery_error``: it
+    turns what a failed delivery's callback was given into the error that says why."""
 
-    __slots__ = ("acked", "active_topics", "error", "task", "tolerate")
+    __slots__ = ("acked", "active_topics", "error", "explain", "task", "tolerate")
 
-    def __init__(self, task: str, tolerate: bool) -> None:
+    def __init__(self, task: str, tolerate: bool, explain: Callable[[object, object], object] | None = None) -> None:
         self.task = task
         self.tolerate = tolerate
+        self.explain = explain
         self.acked = 0
         self.active_topics: set[str] = set()
         self.error: ConnectError | None = None
 
-    def failed(self, record: SubmittedRecord | SubmittedBatch, error: object) -> bool:
+    def failed(self, record: SubmittedRecord | SubmittedBatch, error: object, report: object = None) -> bool:
         """A record's send failed; return whether that is tolerated (the record then counts as acknowledged)."""
+        reason = error if self.explain is None else self.explain(error, report)
         if self.tolerate:
-            log.warning("task %s: tolerating a failed send: %s", self.task, error)
+            log.warning("task %s: tolerating a failed send: %s", self.task, reason)
             return True
         if self.error is None:
-            self.error = ConnectError(f"task {self.task}: the broker failed to store a record: {error}")
+            self.error = ConnectError(f"task {self.task}: the broker failed to store a record: {reason}")
         return False
 
 
@@ -76,7 +79,7 @@ class SubmittedRecord:
             acks.acked += 1
             if self.topic not in acks.active_topics:
                 acks.active_topics.add(self.topic)
-        elif acks.failed(self, error):
+        elif acks.failed(self, error, report):
             self.acked = True
 
 
@@ -107,7 +110,7 @@ class SubmittedBatch:
             self.remaining -= 1
             if not self.remaining:
                 self._complete()
-        elif self.acks.failed(self, error):
+        elif self.acks.failed(self, error, report):
             self.skip(1)
 
     def skip(self, records: int) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from headwater.sdk.errors import RetriableError
+from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import SinkRecord, TopicPartition
 
 RawHeaders = list[tuple[str, bytes | None]]
@@ -95,6 +95,12 @@ class Producer(Protocol):
         """Queue the records ``values[start:]`` (with their ``keys`` and ``timestamps`` when given), each reported
         to ``ack``; return the index of the first record not queued because the queue stayed full (``len(values)``
         when all were). Raises like :meth:`produce` otherwise."""
+        ...
+
+    def delivery_error(self, error: Any, report: Any) -> ConnectError:
+        """The :class:`ConnectError` (or :class:`RetriableError`) for a failed delivery that an
+        :class:`Acknowledgement` of this producer was given ``(error, report)``: why the record was not stored, in
+        the words the transport's ``on_delivery`` callbacks get."""
         ...
 
     def poll(self, timeout_ms: int = 0) -> int:

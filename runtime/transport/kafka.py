@@ -33,6 +33,16 @@ from headwater.runtime.transport.base import (
     RecordMetadata,
 )
 from headwater.runtime.transport.kafka_records import KafkaRecords
+from headwater.runtime.transport.refusals import (
+    PRODUCER_MAX_MESSAGE_BYTES,
+    batch_size,
+    invalid_batch,
+    needs_key,
+    producer_size,
+    too_large_for_producer,
+    too_large_for_topic,
+    unknown_topic,
+)
 from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
 from headwater.sdk.records import TopicPartition
 
@@ -69,13 +79,28 @@ CONSUMER_DEFAULTS = {
 }
 
 
-def _error(error: KafkaError | KafkaException | Exception) -> ConnectError:
-    """A librdkafka error as the SDK's error type, retriable when librdkafka says so."""
+def _error(error: KafkaError | KafkaException | Exception, report: Any = None) -> ConnectError:
+    """A librdkafka error as the SDK's error type, retriable when librdkafka says so. For a failed delivery
+    (``report`` is librdkafka's message), a refusal a connector can cause also says what it means
+    (:mod:`~headwater.runtime.transport.refusals`)."""
     kafka_error = error.args[0] if isinstance(error, KafkaException) and error.args else error
     if isinstance(kafka_error, KafkaError):
         cls = RetriableError if kafka_error.retriable() else ConnectError
-        return cls(f"{kafka_error.name()}: {kafka_error.str()}")
+        text = f"{kafka_error.name()}: {kafka_error.str()}"
+        return cls(text if report is None else _refusal(kafka_error.code(), text, report))
     return ConnectError(str(error))
+
+
+def _refusal(code: int, text: str, report: Any) -> str:
+    """``text``, librdkafka's words for a failed delivery of ``report``, with what the broker's refusal means."""
+    topic = str(report.topic())
+    if code == KafkaError.INVALID_RECORD:  # the one record check a broker makes on the key: a compacted topic
+        return needs_key(text, topic) if report.key() is None else invalid_batch(text, topic)
+    if code == KafkaError.MSG_SIZE_TOO_LARGE:
+        return too_large_for_topic(text, topic, batch_size(report.key(), report.value()))
+    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        return unknown_topic(text, topic)
+    return text
 
 
 def _rd(partitions: Collection[TopicPartition]) -> list[RdTopicPartition]:
@@ -116,7 +141,7 @@ def _reporting(on_delivery: DeliveryCallback) -> Acknowledgement:
 
     def callback(error: KafkaError | None, message: Any) -> None:
         if error is not None:
-            on_delivery(_error(error), None)
+            on_delivery(_error(error, message), None)
         else:
             on_delivery(None, RecordMetadata(message.topic(), message.partition(), message.offset()))
 
@@ -126,6 +151,21 @@ def _reporting(on_delivery: DeliveryCallback) -> Acknowledgement:
 class KafkaProducer:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._producer = RdProducer(dict(config))
+        self._message_max_bytes = int(config.get("message.max.bytes", PRODUCER_MAX_MESSAGE_BYTES))
+
+    def _refused(
+        self, error: KafkaException, topic: str, key: bytes | None, value: bytes | None, headers: RawHeaders | None
+    ) -> ConnectError:
+        """The error for a record librdkafka would not queue, saying what a refusal a connector can cause means."""
+        failure = _error(error)
+        kafka_error = error.args[0] if error.args else None
+        code = kafka_error.code() if isinstance(kafka_error, KafkaError) else None
+        if code == KafkaError.MSG_SIZE_TOO_LARGE:
+            size = producer_size(key, value, headers)
+            return type(failure)(too_large_for_producer(str(failure), topic, size, self._message_max_bytes))
+        if code == KafkaError._UNKNOWN_TOPIC:
+            return type(failure)(unknown_topic(str(failure), topic))
+        return failure
 
     def produce(
         self,
@@ -159,7 +199,7 @@ class KafkaProducer:
                 if attempt == 1:
                     raise QueueFullError(f"the producer queue is full: {error}") from None
             except KafkaException as error:
-                raise _error(error) from None
+                raise self._refused(error, topic, key, value, headers) from None
 
     def produce_all(
         self,
@@ -195,8 +235,12 @@ class KafkaProducer:
                 self._producer.poll(FULL_QUEUE_WAIT_S)
                 waited = True
             except KafkaException as error:
-                raise _error(error) from None
+                key = None if keys is None else keys[i]
+                raise self._refused(error, topic, key, values[i], None) from None
         return end
+
+    def delivery_error(self, error: Any, report: Any) -> ConnectError:
+        return _error(error, report)
 
     def poll(self, timeout_ms: int = 0) -> int:
         return int(self._producer.poll(timeout_ms / 1000))

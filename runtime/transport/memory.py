@@ -19,6 +19,7 @@ from headwater.runtime.transport.base import (
 )
 from headwater.runtime.transport.memory_group import ConsumerGroup, MemoryConsumer
 from headwater.runtime.transport.memory_producer import MemoryProducer, ProducerFaults, key_partition, murmur2
+from headwater.runtime.transport.refusals import BROKER_MAX_MESSAGE_BYTES, compacted
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
 
@@ -37,18 +38,32 @@ __all__ = [
 class MemoryBroker:
     """An in-process cluster: topics of partition logs, consumer groups and broker-wide producer faults.
 
-    Offsets are list indexes. Compacted topics keep every record; :meth:`compacted` is the compacted view.
+    Offsets are list indexes. Compacted topics keep every record; :meth:`compacted` is the compacted view. It
+    refuses what a Kafka broker refuses where a connector can get it wrong (see
+    :mod:`~headwater.runtime.transport.refusals`): a record without a key on a compacted topic, a record over its
+    topic's ``max.message.bytes`` (the broker's ``message_max_bytes`` when the topic sets none), and, when
+    ``auto_create_topics`` is false, a record to a topic that does not exist.
     """
 
-    def __init__(self, default_partitions: int = 1, auto_create_topics: bool = True) -> None:
+    def __init__(
+        self,
+        default_partitions: int = 1,
+        auto_create_topics: bool = True,
+        message_max_bytes: int = BROKER_MAX_MESSAGE_BYTES,
+    ) -> None:
         self.lock = threading.RLock()
         self.default_partitions = default_partitions
         self.auto_create_topics = auto_create_topics
+        """Whether a record to a topic that does not exist creates it (Kafka's ``auto.create.topics.enable``)."""
+        self.message_max_bytes = message_max_bytes
+        """The largest record batch a topic without ``max.message.bytes`` takes (Kafka's ``message.max.bytes``)."""
         self.faults = ProducerFaults()
         self.metadata_version = 0
         """Bumped whenever a topic or partition is created or deleted; consumer groups re-check it on each poll."""
         self._logs: dict[str, list[list[Message]]] = {}
         self._configs: dict[str, dict[str, str]] = {}
+        self.rules: dict[str, tuple[bool, int]] = {}
+        """Topic name -> (compacted, ``max.message.bytes``): what its records are checked against."""
         self._groups: dict[str, ConsumerGroup] = {}
         self._producers: weakref.WeakSet[MemoryProducer] = weakref.WeakSet()
 
@@ -62,7 +77,9 @@ class MemoryBroker:
             if name in self._logs:
                 return
             self._logs[name] = [[] for _ in range(partitions)]
-            self._configs[name] = dict(config or {})
+            self._configs[name] = settings = dict(config or {})
+            limit = int(settings.get("max.message.bytes", self.message_max_bytes))
+            self.rules[name] = (compacted(settings), limit)
             self.metadata_version += 1
 
     def create_partitions(self, name: str, total: int) -> None:
@@ -81,6 +98,7 @@ class MemoryBroker:
             self._topic_logs(name)
             del self._logs[name]
             del self._configs[name]
+            del self.rules[name]
             self.metadata_version += 1
 
     def topics(self) -> dict[str, int]:

@@ -1,6 +1,8 @@
 """The in-memory broker's producer: Java's murmur2 partitioner, fault injection, and acks delivered from ``poll``.
 
-Part of the in-process broker of :mod:`headwater.runtime.transport.memory`, which makes these producers.
+Part of the in-process broker of :mod:`headwater.runtime.transport.memory`, which makes these producers. It refuses
+what librdkafka's producer and a Kafka broker refuse, with the same errors (see
+:mod:`~headwater.runtime.transport.refusals`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,21 @@ from headwater.runtime.transport.base import (
     Message,
     RawHeaders,
     RecordMetadata,
+)
+from headwater.runtime.transport.refusals import (
+    INVALID_RECORD,
+    KNOWN_MISSING_TOPIC,
+    PRODUCER_MAX_MESSAGE_BYTES,
+    PRODUCER_RECORD_OVERHEAD,
+    TOO_LARGE_FOR_BROKER,
+    TOO_LARGE_FOR_PRODUCER,
+    UNKNOWN_TOPIC,
+    batch_size,
+    needs_key,
+    producer_size,
+    too_large_for_producer,
+    too_large_for_topic,
+    unknown_topic,
 )
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConnectError, RetriableError
@@ -150,6 +167,27 @@ def _metadata(message: Message) -> RecordMetadata:
 _Pending = tuple[str, DeliveryCallback | None, Message | None, Exception | None]
 """A queued ack: topic, callback, the stored message on success, the error on failure."""
 
+BATCH_SLACK = 80
+"""The most bytes a record batch of one header-less record adds to its key and value: below its topic's limit by
+this much, a record is not measured."""
+
+
+def _refusal(
+    topic: str,
+    key: bytes | None,
+    value: bytes | None,
+    headers: RawHeaders | None,
+    rules: tuple[bool, int],
+) -> ConnectError | None:
+    """Why a Kafka broker refuses this record, if it does: its batch is over the topic's ``max.message.bytes``
+    (checked first, as the broker does), or it has no key and the topic is compacted."""
+    compact, limit = rules
+    if batch_size(key, value, headers) > limit:
+        return ConnectError(too_large_for_topic(TOO_LARGE_FOR_BROKER, topic, batch_size(key, value)))
+    if compact and key is None:
+        return ConnectError(needs_key(INVALID_RECORD, topic))
+    return None
+
 
 class MemoryProducer:
     """Appends records to the broker at ``produce`` time and delivers their acks, in produce order, from
@@ -162,8 +200,14 @@ class MemoryProducer:
         self.acked = 0
         self.failed = 0
         self._clock: Clock | None = config.get("clock")
+        self.message_max_bytes = int(config.get("message.max.bytes", PRODUCER_MAX_MESSAGE_BYTES))
+        """The largest record this producer queues, as librdkafka counts it (its ``message.max.bytes``)."""
+        self._unmeasured = self.message_max_bytes - PRODUCER_RECORD_OVERHEAD
+        """Key plus value bytes up to which a record without headers is under :attr:`message_max_bytes`."""
         self._pending: list[_Pending] = []
         self._round_robin: dict[str, int] = {}
+        self._missing: set[str] = set()
+        """Topics a record failed to reach because they do not exist: ``produce`` refuses them until they do."""
         self._closed = False
         broker.register_producer(self)
 
@@ -178,9 +222,16 @@ class MemoryProducer:
         on_delivery: DeliveryCallback | None = None,
         ack: Acknowledgement | None = None,
     ) -> None:
-        """Store one record now and queue its ack."""
+        """Store one record now and queue its ack; a record the broker refuses is not stored, and its ack carries
+        the error. Raises, as librdkafka does, when the record is over the producer's ``message.max.bytes``."""
         if ack is not None:
             on_delivery = ack
+        size = (0 if key is None else len(key)) + (0 if value is None else len(value))
+        if size > self._unmeasured or headers:
+            counted = producer_size(key, value, headers)
+            if counted > self.message_max_bytes:
+                limit = self.message_max_bytes
+                raise ConnectError(too_large_for_producer(TOO_LARGE_FOR_PRODUCER, topic, counted, limit))
         broker = self.broker
         with broker.lock:
             if self._closed:
@@ -193,10 +244,19 @@ class MemoryProducer:
             logs = broker._logs.get(topic)
             if logs is None:
                 if not broker.auto_create_topics:
-                    self._pending.append((topic, on_delivery, None, ConnectError(f"Unknown topic {topic}")))
+                    if topic in self._missing:
+                        raise ConnectError(unknown_topic(KNOWN_MISSING_TOPIC, topic))
+                    self._missing.add(topic)
+                    self._pending.append((topic, on_delivery, None, ConnectError(unknown_topic(UNKNOWN_TOPIC, topic))))
                     return
                 broker.create_topic(topic, broker.default_partitions)
                 logs = broker._logs[topic]
+            rules = broker.rules[topic]
+            if (key is None and rules[0]) or size > rules[1] - BATCH_SLACK or headers:
+                refusal_error = _refusal(topic, key, value, headers, rules)
+                if refusal_error is not None:
+                    self._pending.append((topic, on_delivery, None, refusal_error))
+                    return
             if partition is None:
                 if key is None:
                     turn = self._round_robin.get(topic, 0)
@@ -234,6 +294,10 @@ class MemoryProducer:
             timestamp = None if timestamps is None else timestamps[index]
             self.produce(topic, values[index], key, partition, timestamp, None, None, ack)
         return len(values)
+
+    def delivery_error(self, error: Any, report: Any) -> ConnectError:
+        """The error an ack was given, which is already a :class:`ConnectError` unless a test injected another."""
+        return error if isinstance(error, ConnectError) else ConnectError(str(error))
 
     def poll(self, timeout_ms: int = 0) -> int:
         """Deliver every ack that is not held, in produce order; return how many were delivered."""

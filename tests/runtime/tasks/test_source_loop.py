@@ -1,18 +1,21 @@
-"""The source task loop on the simulated worker: offsets, commits, send failures, pause, converters.
+"""The source task loop on the simulated worker: offsets, commits, send failures, pause, converters, and (on a real
+broker too) records a compacted topic refuses and heartbeats keyed for it.
 
 Kafka Connect's WorkerSourceTaskTest checks (kafka-connect-runtime.md §1c), on the virtual clock.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from headwater.harness import MonitorableSourceConnector, RuntimeHandles, SimulatedWorker
+from headwater.runtime.converters import infer_schema
 from headwater.runtime.tasks.base import State
-from headwater.sdk import SourceBatch, SourceRecord, SourceTask
+from headwater.sdk import SourceBatch, SourceRecord, SourceTask, hookimpl
 from headwater.sdk.errors import RetriableError
 
 Make = Callable[..., SimulatedWorker]
@@ -307,3 +310,70 @@ def test_a_batch_the_converters_must_see_is_sent_record_by_record(make_simulated
         assert worker.task_state("cols") is State.FAILED
         assert worker.messages("cols") == []
         assert worker.source_offset("cols", {"p": 1}) is None
+
+
+# ---- records a compacted topic refuses, and heartbeats keyed for it (each on both backends) ----------------------
+
+LOG = {"log": "main"}
+OWN = {"log": "own-key"}
+
+
+class UnkeyedTask(SourceTask):
+    """Hands over ``count`` unkeyed records to ``topic``, then nothing; its heartbeats for ``LOG`` carry no key, and
+    one for ``OWN`` carries a key of its own."""
+
+    def start(self, config: Any) -> None:
+        self.topic, self.count, self.sent = config["topic"], int(config.get("count", "0")), 0
+
+    def poll(self) -> list[SourceRecord]:
+        records = [SourceRecord(LOG, {"n": n}, self.topic, {"n": n}) for n in range(self.sent, self.count)]
+        self.sent = self.count
+        return records
+
+    @hookimpl
+    def produce_heartbeat_records(self, topic: str) -> list[SourceRecord]:
+        return [
+            SourceRecord(LOG, {"n": self.sent}, topic, {"beat": self.sent}),
+            SourceRecord(OWN, {"n": 0}, topic, {"beat": 0}, key="mine"),
+        ]
+
+
+class UnkeyedSource(FlakyPollConnector):
+    def task_class(self) -> type[SourceTask]:
+        return UnkeyedTask
+
+
+def test_an_unkeyed_heartbeat_is_keyed_by_its_source_partition_through_the_key_converter(
+    make_worker: Make, unique_name: str
+) -> None:
+    beats = f"beats-{unique_name}"
+    config = {**FAST, "heartbeat.interval.ms": 1000, "key.converter.schemas.enable": "true"}
+    worker = make_worker({**config, "heartbeat.records.topic": beats})
+    worker.add_connector(unique_name, UnkeyedSource, {"topic": f"data-{unique_name}", "count": 2})
+    worker.advance(1000)
+    assert worker.topic_config(beats).get("cleanup.policy") == "compact", "Kafka refuses unkeyed records there"
+    assert worker.task_state(unique_name) is State.RUNNING, worker.source_task(unique_name).failure
+    assert [json.loads(m.key) for m in worker.messages(beats)] == [
+        {"schema": infer_schema(LOG), "payload": LOG},  # the key converter wrote the source partition, with a schema
+        {"schema": infer_schema("mine"), "payload": "mine"},  # a key of the task's own is left as it is
+    ]
+    assert worker.values(beats) == [{"beat": 2}, {"beat": 0}]
+    worker.advance(1000)
+    worker.assert_source_offset(unique_name, LOG, {"n": 2})
+    worker.assert_source_offset(unique_name, OWN, {"n": 0})
+
+
+def test_a_record_without_a_key_to_a_compacted_topic_fails_the_task_saying_it_needs_one(
+    make_worker: Make, unique_name: str
+) -> None:
+    worker = make_worker(FAST)
+    topic = f"compacted-{unique_name}"
+    worker.broker.create_topic(topic, 1, {"cleanup.policy": "compact"})
+    worker.add_connector(unique_name, UnkeyedSource, {"topic": topic, "count": 1})
+    worker.run_until(lambda: worker.task_state(unique_name) is not State.RUNNING, timeout_ms=5000, what="a failure")
+    assert worker.task_state(unique_name) is State.FAILED
+    failure = str(worker.source_task(unique_name).failure)
+    assert "the broker failed to store a record: INVALID_RECORD" in failure
+    assert f"the record to topic {topic!r} needs a key: the topic is compacted (cleanup.policy=compact)" in failure
+    assert worker.messages(topic) == []
+    assert worker.source_offset(unique_name, LOG) is None

@@ -1,5 +1,6 @@
 """The confluent-kafka transport on a real broker: acknowledgements, Java-compatible partitioning, rebalances wired
-to the listener, seeks during assignment, pause, commits and the admin client."""
+to the listener, seeks during assignment, pause, commits, the admin client, and a refused batch's errors (what both
+transports refuse is in test_refusals.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from headwater.runtime.transport.base import Message, NewTopic, QueueFullError, RecordMetadata
 from headwater.runtime.transport.kafka import KafkaConsumer, KafkaTransport
 from headwater.runtime.transport.memory import key_partition
+from headwater.runtime.transport.refusals import INVALID_RECORD, invalid_batch, needs_key
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.records import SinkRecord, TopicPartition
 
@@ -268,6 +270,25 @@ def test_admin_creates_compacted_topics_and_lists_them(transport: KafkaTransport
     admin.delete_topics([unique_name])
     with pytest.raises(ConnectError, match=unique_name):
         admin.delete_topics([unique_name])
+
+
+def test_records_refused_with_an_unkeyed_neighbour_on_a_compacted_topic_say_which_needs_a_key(
+    transport: KafkaTransport, unique_name: str
+) -> None:
+    """Kafka refuses the whole batch holding a record without a key (the in-memory broker refuses that record only,
+    see tests/runtime/transport/test_refusals.py): each error says what is wrong with the batch."""
+    transport.admin().create_topics([NewTopic(unique_name, 1, 1, {"cleanup.policy": "compact"})])
+    producer = transport.producer({"linger.ms": 5000})  # one batch: sent by the flush
+    errors: dict[bytes | None, Exception | None] = {}
+    for key in (b"a", None, b"b"):
+        producer.produce(unique_name, b"v", key, on_delivery=lambda error, _, key=key: errors.update({key: error}))
+    assert producer.flush(30_000) == 0
+    producer.close()
+    assert {key: str(error) for key, error in errors.items()} == {
+        b"a": invalid_batch(INVALID_RECORD, unique_name),
+        None: needs_key(INVALID_RECORD, unique_name),
+        b"b": invalid_batch(INVALID_RECORD, unique_name),
+    }
 
 
 def test_bootstrap_servers_are_required() -> None:

@@ -321,28 +321,16 @@ def test_unknown_topics_are_created_with_the_default_partition_count() -> None:
     assert broker.topics() == {"new": 3}
 
 
-def test_without_auto_create_a_record_to_an_unknown_topic_fails_delivery() -> None:
-    broker = MemoryBroker(auto_create_topics=False)
-    producer = MemoryProducer(broker, {})
-    acks = Acks()
-    producer.produce("missing", b"v", on_delivery=acks)
-    producer.poll(0)
-    [(error, metadata)] = acks.calls
-    assert isinstance(error, ConnectError) and "Unknown topic missing" in str(error)
-    assert metadata is None
-    assert broker.topics() == {}
-
-
 def test_compacted_view_keeps_the_latest_value_per_key_and_drops_tombstones() -> None:
     broker = MemoryBroker()
     broker.create_topic("c", 1, {"cleanup.policy": "compact"})
     producer = MemoryProducer(broker, {})
-    for key, value in [(b"a", b"1"), (b"b", b"1"), (b"a", b"2"), (b"b", None), (None, b"x"), (b"c", b"1")]:
+    for key, value in [(b"a", b"1"), (b"b", b"1"), (b"a", b"2"), (b"b", None), (b"c", b"1")]:
         producer.produce("c", value, key=key)
     view = broker.compacted("c")
-    assert {k: m.value for k, m in view.items()} == {b"a": b"2", None: b"x", b"c": b"1"}
+    assert {k: m.value for k, m in view.items()} == {b"a": b"2", b"c": b"1"}
     assert view[b"a"].offset == 2
-    assert len(broker.messages("c")) == 6
+    assert len(broker.messages("c")) == 5
     assert broker.topic_config("c") == {"cleanup.policy": "compact"}
 
 
