@@ -267,6 +267,7 @@ class KafkaConsumer:
         position is not updated before then)."""
         self._paused: set[TopicPartition] = set()
         self._callback_error: BaseException | None = None
+        self._closing = False
 
     # ---- membership ------------------------------------------------------------------------------------------
 
@@ -283,6 +284,9 @@ class KafkaConsumer:
     def _on_assign(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
         assigned = _ours(partitions)
         self._assigning = {}
+        if self._closing:  # an assignment that lands while close() leaves the group: consumed by no one
+            consumer.incremental_assign(partitions)
+            return
         try:
             # Inside the try: an exception escaping a rebalance callback comes back out of confluent-kafka's
             # consume() as a bare KafkaError, which no ``except Exception`` catches (it killed a task thread).
@@ -499,6 +503,7 @@ class KafkaConsumer:
 
     def close(self) -> None:
         self._listener = None
+        self._closing = True  # looking up committed offsets from inside close() waits out its whole timeout
         self._consumer.close()
 
 
