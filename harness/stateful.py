@@ -17,9 +17,10 @@ from) the system it talks to, and turn it into a test with :func:`machine_test`:
 
     TestLines = machine_test(LinesMachine)
 
-After every step the invariants hold (committed offsets were handed over and only move forward; ``pre_commit``
-stays within what was consumed; a sink's committed records are written); at the end every fault is healed, the
-worker runs until quiet, and every value written must have arrived at least once.
+After every step the invariants hold (committed offsets were handed over and only move forward, offset maps are
+never changed after hand-over, each source partition is read by one task; ``pre_commit`` stays within what was
+consumed; a sink's committed records are written, checked at every commit as it happens); at the end every fault is
+healed, the worker runs until quiet, and every value written must have arrived at least once.
 """
 
 from __future__ import annotations
@@ -152,8 +153,11 @@ class SourceMachine(ConnectorMachine):
         self.driver.release_acks()
 
     def check_guarantees(self) -> None:
-        """Committed offsets were handed over and only move forward; no stop hook raised."""
+        """Committed offsets were handed over and only move forward; no offset map changed after it was handed
+        over; each source partition is read by one task; no stop hook raised."""
         order = type(self).offset_order
+        self.check(lambda: g.assert_offsets_not_changed_after_handover(self.driver.tap))
+        self.check(lambda: g.assert_partitions_read_by_one_task(self.driver.tap))
         self.check(lambda: g.assert_committed_offsets_were_sent(self.driver.tap))
         self.check(lambda: g.assert_source_offsets_monotonic(self.driver.tap, order))
         self.check(lambda: g.assert_stop_hooks_clean(self.driver.tap))

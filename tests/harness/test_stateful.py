@@ -47,6 +47,12 @@ class SkippingSourceMachine(LogSourceMachine):
     worker_config: ClassVar[Mapping[str, Any]] = {"offset.flush.interval.ms": 500}
 
 
+class SharedOffsetSourceMachine(LogSourceMachine):
+    """A source that keeps one offset map per log and updates it in place."""
+
+    connector = samples.SharedOffsetSource
+
+
 class TableSinkMachine(SinkMachine):
     connector = samples.TableSink
     batch = 2
@@ -106,3 +112,11 @@ def test_finds_a_sink_that_commits_records_it_never_wrote() -> None:
     message = str(caught.value)
     assert caught.value.guarantee == "a committed sink offset covers only records the sink has written", message
     assert "but the sink held none of these records then" in message
+
+
+def test_finds_a_source_that_changes_an_offset_map_it_handed_over() -> None:
+    with pytest.raises(GuaranteeViolation) as caught:
+        search(SharedOffsetSourceMachine)
+    message = str(caught.value)
+    assert caught.value.guarantee == "a source offset handed over is never changed afterwards", message
+    assert "give each record an offset map of its own" in message
