@@ -188,8 +188,11 @@ def assert_commit_written(commit: Commit, written: Collection[Any], below: Below
         missing = [(offset, value) for offset, value in below(tp, committed) if canonical_value(value) not in held]
         if missing:
             asked = commit.pre_commit
-            told = "" if asked is None else f" (pre_commit was given {_offsets(asked.current)}, returned "
-            told += "" if asked is None else f"{_offsets(asked.returned or {})})"
+            told = (
+                ""
+                if asked is None
+                else f" (pre_commit was given {_offsets(asked.current)}, returned {_offsets(asked.returned or {})})"
+            )
             raise GuaranteeViolation(
                 "a committed sink offset covers only records the sink has written",
                 f"{commit.task} committed {tp} up to offset {committed} at {commit.at_ms} ms{told}, but the sink "

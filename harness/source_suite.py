@@ -158,16 +158,16 @@ class SourceConformance(Conformance):
         self.expected = self.fed(driver, self.feed_count) if feed_pattern == "bulk" else []
         to_trickle = self.feed_count if feed_pattern == "trickle" else 0
         crashes: list[CrashPoint] = []
-        seen = len(driver.tap.commits)
-        last_data, last_new = 0, driver.tap.now_ms()
+        seen, handed = len(driver.tap.commits), len(driver.tap.sent)
+        last_new = driver.tap.now_ms()
         while len(crashes) < 4 * self.feed_count + 10 and driver.tap.now_ms() < CRASH_TEST_MS:
             if to_trickle:
                 self.expected += self.fed(driver, 1)
                 to_trickle -= 1
             driver.advance(driver.tick_ms)
-            data = sum(1 for s in driver.tap.sent if not s.heartbeat)
-            if data != last_data:
-                last_data, last_new = data, driver.tap.now_ms()
+            fresh, handed = driver.tap.sent[handed:], len(driver.tap.sent)
+            if any(not s.heartbeat for s in fresh):
+                last_new = driver.tap.now_ms()
             elif not to_trickle and driver.tap.now_ms() - last_new >= QUIET_MS:
                 break
             commits = [c for c in driver.tap.commits[seen:] if c.source]
@@ -254,8 +254,7 @@ class SourceConformance(Conformance):
 
     def stored(self, driver: ConnectorDriver) -> dict[str, str]:
         """The stored offset of every source partition handed over so far (canonical JSON), where one is stored."""
-        partitions = {canonical(s.partition): s.partition for s in driver.tap.sent}
-        found = {key: driver.worker.source_offset(driver.name, p) for key, p in partitions.items()}
+        found = committed_offsets(driver, driver.tap.sent)
         return {key: canonical(offset) for key, offset in found.items() if offset is not None}
 
     def settle(self, driver: ConnectorDriver) -> None:
