@@ -10,9 +10,9 @@ from headwater.reference_connectors.spark_sink.columns import ColumnBuilder, Rej
 from headwater.reference_connectors.spark_sink.config import CONFIG_DEF, SPARK_DEFAULTS, SinkConfig
 from headwater.reference_connectors.spark_sink.connector import SparkSinkConnector
 from headwater.reference_connectors.spark_sink.dead_letter import DeadLetterQueue
-from headwater.reference_connectors.spark_sink.delta_log import txn_versions
 from headwater.reference_connectors.spark_sink.delta_table import DeltaTable
-from headwater.reference_connectors.spark_sink.jars import delta_coordinates, fetch_jars, kafka_coordinates
+from headwater.reference_connectors.spark_sink.hadoop_files import HadoopFiles
+from headwater.reference_connectors.spark_sink.packages import delta_package, kafka_package, session_settings
 from headwater.reference_connectors.spark_sink.parquet_table import ParquetTable
 from headwater.reference_connectors.spark_sink.schema import parse_schema
 from headwater.reference_connectors.spark_sink.session import spark_session
@@ -26,6 +26,7 @@ __all__ = [
     "ColumnBuilder",
     "DeadLetterQueue",
     "DeltaTable",
+    "HadoopFiles",
     "ParquetTable",
     "PartitionBuffer",
     "RecordBuffer",
@@ -35,11 +36,10 @@ __all__ = [
     "SparkSinkConnector",
     "SparkSinkTask",
     "TableWriter",
-    "delta_coordinates",
-    "fetch_jars",
+    "delta_package",
     "infer_schema",
-    "kafka_coordinates",
+    "kafka_package",
     "parse_schema",
+    "session_settings",
     "spark_session",
-    "txn_versions",
 ]

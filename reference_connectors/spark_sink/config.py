@@ -2,7 +2,12 @@
 of the worker process's SparkSession.
 
 Every ``spark.`` key goes to the SparkSession builder as it is (``spark.driver.memory=2g``); the session is made
-once per worker process, so the first Spark sink task to start in a process decides them.
+once per worker process, so the first Spark sink task to start in a process decides them. Packages are merged with
+the ones the table needs (see :mod:`.packages`), never replaced.
+
+Refused at config time, with the reason: a Spark Connect session (``spark.remote``, ``spark.api.mode=connect``), an
+``s3://`` or ``s3n://`` table path Hadoop has no file system for, and a Delta table on s3a written with Delta's
+default S3 log store unless ``table.single.writer`` declares that one worker process writes it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, no
 TABLE_PATH = "table.path"
 TABLE_FORMAT = "table.format"
 TABLE_APP_ID = "table.app.id"
+SINGLE_WRITER = "table.single.writer"
 VALUE_SCHEMA = "value.schema"
 METADATA_COLUMNS = "metadata.columns"
 METADATA_PREFIX = "metadata.column.prefix"
@@ -55,6 +61,9 @@ flush into rows on the driver in one thread and ships them inside the tasks; wit
 batches in parallel: a warm 250,000-row write went from about 1.9 s to 1.2 s, a first one from 5.5 s to 2.2 s)."""
 
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+DELTA_LOG_STORES = ("spark.delta.logStore.s3a.impl", "spark.delta.logStore.class")
+SINGLE_DRIVER_LOG_STORE = "io.delta.storage.S3SingleDriverLogStore"
 
 
 def _schema(key: str, value: Any) -> None:
@@ -85,7 +94,8 @@ CONFIG_DEF = (
         TABLE_PATH,
         Type.STRING,
         importance=Importance.HIGH,
-        documentation="Directory of the table (local or mounted file system).",
+        documentation="Hadoop path of the table's directory, its scheme kept: a local path or file:/..., "
+        "s3a://bucket/path, hdfs://, abfs://, gs://. A relative path is taken from the worker's working directory.",
         validator=non_empty_string,
     )
     .define(TABLE_FORMAT, Type.STRING, "parquet", Importance.HIGH, "parquet or delta.", one_of("parquet", "delta"))
@@ -96,6 +106,16 @@ CONFIG_DEF = (
         Importance.MEDIUM,
         "Names this connector's offsets in the table (Delta txnAppId prefix, Parquet manifest owner); "
         "default the connector's name.",
+    )
+    .define(
+        SINGLE_WRITER,
+        Type.BOOLEAN,
+        False,
+        Importance.MEDIUM,
+        "Declare that one worker process (a standalone worker) writes this table. Required for a Delta table on "
+        "s3a with Delta's default S3 log store, which keeps commits apart within one process only: with several "
+        "workers (distributed mode) configure a log store for concurrent writers instead "
+        "(spark.delta.logStore.s3a.impl=io.delta.storage.S3DynamoDBLogStore) and leave this false.",
     )
     .define(
         VALUE_SCHEMA,
@@ -207,6 +227,21 @@ class SinkConfig:
     dlq_bootstrap_servers: str
     dlq_context_headers: bool
     spark_conf: Mapping[str, str]
+    single_writer: bool = False
+
+    @property
+    def scheme(self) -> str:
+        """The table path's URI scheme, lower case; ``file`` for a path without one."""
+        head, colon, _ = self.table_path.partition(":")
+        return head.lower() if colon and _SCHEME.fullmatch(head) and len(head) > 1 else "file"
+
+    @property
+    def s3a(self) -> bool:
+        return self.scheme == "s3a"
+
+    @property
+    def local_master(self) -> bool:
+        return self.spark_conf.get("spark.master", "local").startswith("local")
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> SinkConfig:
@@ -224,7 +259,7 @@ class SinkConfig:
             **SPARK_DEFAULTS,
             **{str(k): str(v) for k, v in props.items() if str(k).startswith(SPARK_PREFIX) and v is not None},
         }
-        return cls(
+        found = cls(
             table_path=parsed[TABLE_PATH],
             table_format=parsed[TABLE_FORMAT].lower(),
             app_id=app_id,
@@ -243,7 +278,41 @@ class SinkConfig:
             dlq_bootstrap_servers=",".join(parsed[DLQ_BOOTSTRAP]),
             dlq_context_headers=parsed[DLQ_HEADERS],
             spark_conf=spark_conf,
+            single_writer=parsed[SINGLE_WRITER],
         )
+        found.refuse_unsafe()
+        return found
+
+    def refuse_unsafe(self) -> None:
+        """Raise :class:`ConfigError` for a setup whose guarantees cannot hold."""
+        conf = self.spark_conf
+        if conf.get("spark.remote") or conf.get("spark.api.mode", "").strip().lower() == "connect":
+            key = "spark.remote" if conf.get("spark.remote") else "spark.api.mode"
+            raise ConfigError(
+                key,
+                conf[key],
+                "Spark Connect is not supported: the sink commits each write through the driver's JVM (Delta's "
+                "transaction log, Hadoop's FileSystem API), which a Spark Connect client cannot reach; set "
+                "spark.master (local[*], spark://host:port, yarn, k8s://...) so the worker is the Spark driver",
+            )
+        if self.scheme in ("s3", "s3n") and f"spark.hadoop.fs.{self.scheme}.impl" not in conf:
+            raise ConfigError(
+                TABLE_PATH,
+                self.table_path,
+                f"Hadoop has no file system for {self.scheme}://; write s3a://{self.table_path.split('://', 1)[-1]}",
+            )
+        stores = [conf[key] for key in DELTA_LOG_STORES if conf.get(key)]
+        single_driver = not stores or SINGLE_DRIVER_LOG_STORE in stores
+        if self.table_format == "delta" and self.s3a and single_driver and not self.single_writer:
+            raise ConfigError(
+                SINGLE_WRITER,
+                self.single_writer,
+                "A Delta table on s3a with Delta's default S3 log store (S3SingleDriverLogStore) is safe only when "
+                "one process writes it: two workers committing at once overwrite each other's commit and lose its "
+                "rows. Set table.single.writer=true if one standalone worker writes this table, or set "
+                "spark.delta.logStore.s3a.impl to a log store for concurrent writers "
+                "(io.delta.storage.S3DynamoDBLogStore, with its DynamoDB table)",
+            )
 
     def metadata_name(self, field: str) -> str:
         """The column name of one metadata field (``offset`` -> ``kafka_offset``)."""

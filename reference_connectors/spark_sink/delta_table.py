@@ -5,17 +5,20 @@ with Delta's idempotent-write options ``txnAppId=<app id>-<topic>-<partition>`` 
 A commit's rows and its ``txn`` action become visible together, so the newest ``txn`` version of a partition's
 application id is exactly the last offset whose row is in the table. Delta skips a write whose version is not above
 the one recorded, which also keeps a replayed write from adding rows twice.
+
+The versions are read through Delta itself: the latest snapshot of the table's ``DeltaLog`` and its
+``transactions`` (the ``SetTransaction`` actions Delta keeps while reconstructing a snapshot from checkpoints and
+commits, on any file system Hadoop reaches), and a table's existence through ``DeltaTable.isDeltaTable``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from pathlib import Path
 
 import pyarrow as pa
+from delta.tables import DeltaTable as DeltaApi
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from headwater.reference_connectors.spark_sink.delta_log import LOG_DIR, txn_versions
 from headwater.reference_connectors.spark_sink.table import SinkTable
 from headwater.sdk import TopicPartition
 
@@ -24,13 +27,32 @@ class DeltaTable(SinkTable):
     def txn_app_id(self, tp: TopicPartition) -> str:
         return f"{self.app_id}-{tp.topic}-{tp.partition}"
 
+    def exists(self) -> bool:
+        return bool(DeltaApi.isDeltaTable(self.session, self.path))
+
+    def txn_versions(self, app_ids: Collection[str]) -> dict[str, int]:
+        """The newest ``txn`` version of each of ``app_ids`` that the table's latest snapshot records."""
+        if not app_ids or not self.exists():
+            return {}
+        jvm = self.session._jvm
+        assert jvm is not None
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.session._jsparkSession, self.path)
+        none = jvm.scala.Option.empty()
+        transactions = delta_log.update(False, none, none).transactions()
+        found = {}
+        for app_id in app_ids:
+            recorded = transactions.get(app_id)
+            if recorded.isDefined():
+                found[app_id] = int(recorded.get())
+        return found
+
     def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         """Nothing to undo (a Delta commit is atomic): the recorded versions of the partitions' app ids."""
-        versions = txn_versions(self.path)
+        versions = self.txn_versions([self.txn_app_id(tp) for tp in partitions])
         return {tp: versions[app] for tp in partitions if (app := self.txn_app_id(tp)) in versions}
 
     def schema(self) -> pa.Schema | None:
-        if self.session is None or not txn_versions_present(self.path):
+        if not self.exists():
             return None
         struct = self.session.read.format("delta").load(self.path).schema
         return to_arrow_schema(struct, timezone="UTC")
@@ -50,9 +72,3 @@ class DeltaTable(SinkTable):
             if self.partition_by:
                 writer = writer.partitionBy(*self.partition_by)
             writer.save(self.path)
-
-
-def txn_versions_present(path: str) -> bool:
-    """Whether ``path`` holds a Delta table (a ``_delta_log`` with at least one commit)."""
-    log = Path(path) / LOG_DIR
-    return log.is_dir() and any(log.glob("*.json"))

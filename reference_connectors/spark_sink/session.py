@@ -3,18 +3,21 @@ one, stopped when the process exits.
 
 Starting a session costs seconds (the JVM, then Spark); a worker pays that once, not per task or per flush. The
 session's settings are fixed when it is made: a later task whose ``spark.`` settings differ gets a warning, and a
-Delta task in a process whose session was made without Delta's jars fails with a message saying so. The JVM is a
+task whose table needs classes the session was made without (Delta's, or S3A's for an s3a table) fails with a
+message saying so. Spark Connect sessions are refused (see :data:`CONNECT_REFUSAL`). The JVM is a
 child of the worker that exits when the worker does, however it ends (pyspark's gateway watches its stdin).
 
 A new session is warmed up with one small write of an Arrow table into Parquet in a temporary directory, so that
 the classes and generated code of the write path are loaded before the first flush rather than during it (a cold
-first write of 250,000 rows took about 14 s where later ones took 2 to 4 s).
+first write of 250,000 rows took about 14 s where later ones took 2 to 4 s). On a cluster master the warm-up runs
+the same conversion into Spark's ``noop`` sink, leaving no file on the executors' hosts.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -24,35 +27,32 @@ from collections.abc import Mapping
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from headwater.reference_connectors.spark_sink.jars import delta_coordinates, fetch_jars
+from headwater.reference_connectors.spark_sink.packages import DELTA_CLASS, S3A_FILESYSTEM, session_settings
 from headwater.sdk import ConnectError
 
 log = logging.getLogger(__name__)
 
-DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
-DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+CONNECT_REFUSAL = (
+    "Spark Connect is not supported by the Spark sink: it commits each write through the driver's JVM (Delta's "
+    "transaction log, Hadoop's FileSystem API), which a Spark Connect client cannot reach; run the worker as the "
+    "Spark driver instead, with spark.master set to local[*], spark://host:port, yarn or k8s://..."
+)
 
 _lock = threading.Lock()
 _settings: dict[str, str] = {}
 
 
-def delta_settings(conf: Mapping[str, str]) -> dict[str, str]:
-    """What a session needs for Delta: its jars (fetched unless ``spark.jars`` is given), extension and catalog."""
-    found = {
-        "spark.sql.extensions": DELTA_EXTENSION,
-        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
-    }
-    if "spark.jars" not in conf:
-        found["spark.jars"] = ",".join(str(jar) for jar in fetch_jars(delta_coordinates()))
-    return found
-
-
-def spark_session(conf: Mapping[str, str], delta: bool) -> SparkSession:
-    """The process's session, made with ``conf`` (plus Delta's settings when ``delta``) if there is none yet."""
+def spark_session(conf: Mapping[str, str], delta: bool, s3a: bool = False) -> SparkSession:
+    """The process's session, made with ``conf`` (plus what Delta and s3a need, see :mod:`.packages`) if there is
+    none yet; an existing one must have the classes the table needs."""
     with _lock:
+        if os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
+            raise ConnectError(f"{CONNECT_REFUSAL} (this process has SPARK_REMOTE or SPARK_CONNECT_MODE_ENABLED set)")
         active = SparkSession.getActiveSession()
+        if active is not None and type(active).__module__.startswith("pyspark.sql.connect"):
+            raise ConnectError(f"{CONNECT_REFUSAL} (this process's active session is a Spark Connect session)")
         if active is None:
-            settings = {**conf, **(delta_settings(conf) if delta else {})}
+            settings = session_settings(conf, delta, s3a)
             builder = SparkSession.builder
             for key, value in settings.items():
                 builder = builder.config(key, value)
@@ -67,14 +67,27 @@ def spark_session(conf: Mapping[str, str], delta: bool) -> SparkSession:
         different = sorted(k for k, v in conf.items() if k in _settings and _settings[k] != v)
         if different:
             log.warning("the worker's SparkSession is already running; these settings keep their values: %s", different)
-        extensions = active.conf.get("spark.sql.extensions", "") or ""
-        if delta and DELTA_EXTENSION not in extensions:
+        missing = [name for name, needed in ((DELTA_CLASS, delta), (S3A_FILESYSTEM, s3a)) if needed]
+        missing = [name for name in missing if not has_class(active, name)]
+        if missing:
             raise ConnectError(
-                "this worker's SparkSession was started without Delta Lake (by a Parquet task or by the host "
-                "process); start the Delta connector in a worker of its own, or give every Spark sink connector of "
-                "this worker the same spark.jars, spark.sql.extensions and spark.sql.catalog.spark_catalog"
+                f"this worker's SparkSession was started without {' and '.join(missing)} (by another Spark sink "
+                "connector whose table needed fewer packages, or by the host process); run this connector in a "
+                "worker of its own, or give every Spark sink connector of this worker the same table.format and "
+                "table.path scheme"
             )
         return active
+
+
+def has_class(session: SparkSession, name: str) -> bool:
+    """Whether the session's driver can load the JVM class ``name`` (with the jars of ``spark.jars.packages``)."""
+    jvm = session._jvm
+    assert jvm is not None
+    try:
+        jvm.org.apache.spark.util.Utils.classForName(name, True, False)
+    except Exception:  # py4j's error for a ClassNotFoundException
+        return False
+    return True
 
 
 def warm_up(session: SparkSession, rows: int = 1000) -> None:
@@ -89,9 +102,14 @@ def warm_up(session: SparkSession, rows: int = 1000) -> None:
             "key": pa.array([str(n).encode() for n in range(rows)], pa.binary()),
         }
     )
+    local = str(session.conf.get("spark.master", "local")).startswith("local")
     directory = tempfile.mkdtemp(prefix="headwater-spark-warm-up-")
     try:
-        session.createDataFrame(table).write.mode("overwrite").parquet(f"{directory}/table")
+        frame = session.createDataFrame(table)
+        if local:
+            frame.write.mode("overwrite").parquet(f"{directory}/table")
+        else:
+            frame.write.format("noop").mode("overwrite").save()
     except Exception as error:  # only a warm-up: the first real write reports what is wrong
         log.warning("the SparkSession's warm-up write failed: %s", error)
     finally:

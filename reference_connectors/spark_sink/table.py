@@ -9,19 +9,22 @@ from collections.abc import Collection, Mapping
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from headwater.reference_connectors.spark_sink.hadoop_files import qualified
 from headwater.sdk import TopicPartition
 
 
 class SinkTable(ABC):
     """A Parquet or Delta table written through the worker's SparkSession."""
 
-    def __init__(self, path: str, app_id: str, partition_by: tuple[str, ...], max_files: int) -> None:
-        self.path = path
+    def __init__(
+        self, session: SparkSession, path: str, app_id: str, partition_by: tuple[str, ...], max_files: int
+    ) -> None:
+        self.session = session
+        self.path = qualified(session, path)
+        """The table's Hadoop path with its scheme (``s3a://lake/orders``, ``file:/data/orders``)."""
         self.app_id = app_id
         self.partition_by = partition_by
         self.max_files = max_files
-        self.session: SparkSession | None = None
-        """Set by the task before the first write (recovery and schema reads do not need it)."""
 
     @abstractmethod
     def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
@@ -39,8 +42,6 @@ class SinkTable(ABC):
 
     def dataframe(self, table: pa.Table) -> DataFrame:
         """A DataFrame of ``table``'s Arrow batches, in at most ``max_files`` Spark partitions."""
-        if self.session is None:
-            raise RuntimeError(f"{self!r} has no SparkSession")
         frame = self.session.createDataFrame(table)
         files = self.max_files or self.session.sparkContext.defaultParallelism
         return frame.coalesce(max(files, 1))

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Collection, Mapping
 
 import pyarrow as pa
+from pyspark.sql import SparkSession
 
 from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer
 from headwater.reference_connectors.spark_sink.columns import ColumnBuilder, Rejected, infer_schema
@@ -22,9 +23,9 @@ from headwater.sdk import ConfigError, ConnectError, TopicPartition
 log = logging.getLogger(__name__)
 
 
-def make_table(config: SinkConfig) -> SinkTable:
+def make_table(config: SinkConfig, session: SparkSession) -> SinkTable:
     kind = DeltaTable if config.table_format == "delta" else ParquetTable
-    return kind(config.table_path, config.app_id, config.partition_by, config.write_max_files)
+    return kind(session, config.table_path, config.app_id, config.partition_by, config.write_max_files)
 
 
 class TableWriter:
@@ -32,26 +33,38 @@ class TableWriter:
 
     def __init__(self, config: SinkConfig, dead_letters: DeadLetterQueue | None = None) -> None:
         self.config = config
-        self.table = make_table(config)
+        self.table: SinkTable | None = None
+        """Made with the worker's SparkSession by :meth:`start_session`."""
         self.dead_letters = dead_letters
         self.builder: ColumnBuilder | None = None
         self.rows = 0
         self.rejected = 0
         self.writes = 0
 
-    def start_session(self) -> None:
-        if self.table.session is None:
-            self.table.session = spark_session(self.config.spark_conf, delta=self.config.table_format == "delta")
+    def start_session(self) -> SinkTable:
+        if self.table is None:
+            config = self.config
+            session = spark_session(config.spark_conf, delta=config.table_format == "delta", s3a=config.s3a)
+            self.table = make_table(config, session)
+            if config.scheme == "file" and not config.local_master:
+                log.warning(
+                    "%s is on the local file system while spark.master is %s: every host of the cluster must see "
+                    "that directory (a shared mount): without one a Parquet write fails and a Delta table names "
+                    "files only the executor's host has",
+                    self.table.path,
+                    config.spark_conf.get("spark.master"),
+                )
+        return self.table
 
     def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         """The last offset in the table of each of ``partitions`` that has one (a crashed write finished or undone)."""
-        return self.table.recover(partitions)
+        return self.start_session().recover(partitions)
 
     def write(self, parts: Mapping[TopicPartition, PartitionBuffer]) -> dict[TopicPartition, int]:
         """Write ``parts``; return the next offset to consume of each partition, durable in the table."""
         if not parts:
             return {}
-        self.start_session()
+        table = self.start_session()
         builder = self.builder or self._builder(parts)
         tables: dict[TopicPartition, pa.Table] = {}
         rejected: list[Rejected] = []
@@ -61,7 +74,7 @@ class TableWriter:
         if rejected:
             self._reject(rejected)
         last = {tp: buffer.last_offset for tp, buffer in parts.items()}
-        self.table.write(tables, last)
+        table.write(tables, last)
         self.rows += sum(table.num_rows for table in tables.values())
         self.writes += 1
         return {tp: offset + 1 for tp, offset in last.items()}
@@ -72,7 +85,7 @@ class TableWriter:
         metadata = {field: config.metadata_name(field) for field in config.metadata_columns}
         value_schema = config.value_schema
         if value_schema is None:
-            existing = self.table.schema()
+            existing = self.start_session().schema()
             if existing is not None:
                 names = set(metadata.values())
                 value_schema = pa.schema([f for f in existing if f.name not in names])

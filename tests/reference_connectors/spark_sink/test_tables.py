@@ -1,5 +1,5 @@
 """The tables' commit points: a Parquet write interrupted before or after its manifest, and Delta's txn versions,
-replays and checkpoints, written through the test process's SparkSession."""
+replays and checkpoints, written through the test process's SparkSession and read back through Delta's own log."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from headwater.reference_connectors.spark_sink import DeltaTable, ParquetTable, txn_versions
-from headwater.reference_connectors.spark_sink import parquet_table as parquet_module
+from headwater.reference_connectors.spark_sink import DeltaTable, HadoopFiles, ParquetTable
 from headwater.sdk import TopicPartition
 
 pytestmark = pytest.mark.spark
@@ -36,14 +35,17 @@ def rows(tp: TopicPartition, offsets: range) -> pa.Table:
 
 @pytest.fixture
 def parquet(spark: SparkSession, tmp_path: Path) -> Iterator[ParquetTable]:
-    table = ParquetTable(str(tmp_path / "t"), "app", ("kafka_partition",), 1)
-    table.session = spark
-    yield table
+    yield ParquetTable(spark, str(tmp_path / "t"), "app", ("kafka_partition",), 1)
 
 
 def reopened(table: ParquetTable) -> ParquetTable:
     """The same table as a new process sees it (no manifests cached)."""
-    return ParquetTable(table.path, table.app_id, table.partition_by, table.max_files)
+    return ParquetTable(table.session, table.path, table.app_id, table.partition_by, table.max_files)
+
+
+def local(table: ParquetTable, *parts: str) -> Path:
+    """A directory of a table on the local file system."""
+    return Path(table.path.removeprefix("file:")).joinpath(*parts)
 
 
 @pytest.fixture
@@ -55,40 +57,43 @@ def offsets_in(parquet_rows: Callable[[Path], list[dict[str, Any]]]) -> Callable
 Offsets = Callable[[Path], list[tuple[int, int]]]
 
 
-def test_a_parquet_write_is_visible_with_its_offsets(parquet: ParquetTable, offsets_in: Offsets) -> None:
+def test_a_parquet_write_is_visible_with_its_offsets(
+    parquet: ParquetTable, offsets_in: Offsets, tmp_path: Path
+) -> None:
     parquet.write({A: rows(A, range(3)), B: rows(B, range(2))}, {A: 2, B: 1})
     parquet.write({A: rows(A, range(3, 5))}, {A: 4})
-    assert offsets_in(parquet.root) == [(0, o) for o in range(5)] + [(1, 0), (1, 1)]
+    assert offsets_in(local(parquet)) == [(0, o) for o in range(5)] + [(1, 0), (1, 1)]
     assert reopened(parquet).recover([A, B]) == {A: 4, B: 1}
     assert reopened(parquet).schema() == rows(A, range(1)).schema
-    assert not any((parquet.root / "_headwater" / "staging").iterdir())
+    assert not any(local(parquet, "_headwater", "staging").iterdir())
+    assert parquet.path == f"file:{tmp_path / 't'}"  # qualified: a cluster's executors write where the driver reads
 
 
 def test_a_write_that_dies_before_its_manifest_leaves_nothing_and_is_undone(
     parquet: ParquetTable, monkeypatch: pytest.MonkeyPatch, offsets_in: Offsets
 ) -> None:
     parquet.write({A: rows(A, range(2))}, {A: 1})
-    original = parquet_module._write_atomically
+    original = HadoopFiles.write_atomically
 
-    def die_at_the_manifest(path: Path, content: bytes) -> None:
-        if path.parent.name == "manifests":
+    def die_at_the_manifest(self: HadoopFiles, path: str, content: bytes) -> None:
+        if "/manifests/" in path:
             raise Crash
-        original(path, content)
+        original(self, path, content)
 
-    monkeypatch.setattr(parquet_module, "_write_atomically", die_at_the_manifest)
+    monkeypatch.setattr(HadoopFiles, "write_atomically", die_at_the_manifest)
     with pytest.raises(Crash):
         parquet.write({A: rows(A, range(2, 4)), B: rows(B, range(2))}, {A: 3, B: 1})
-    staged = [p for p in (parquet.root / "_headwater" / "staging").iterdir() if p.is_dir()]
+    staged = [p for p in local(parquet, "_headwater", "staging").iterdir() if p.is_dir()]
     assert staged and any(staged[0].rglob("*.parquet"))  # Spark's files are there, in staging only
-    assert offsets_in(parquet.root) == [(0, 0), (0, 1)]
+    assert offsets_in(local(parquet)) == [(0, 0), (0, 1)]
 
     monkeypatch.undo()
     survivor = reopened(parquet)
     assert survivor.recover([A]) == {A: 1}  # the write also covered B, which is not being opened: kept
-    assert any(p.is_dir() for p in survivor.staging.iterdir())
+    assert any(p.is_dir() for p in local(survivor, "_headwater", "staging").iterdir())
     assert survivor.recover([A, B]) == {A: 1}
-    assert not any(survivor.staging.iterdir())
-    assert offsets_in(parquet.root) == [(0, 0), (0, 1)]
+    assert not [p for p in local(survivor, "_headwater", "staging").iterdir() if not p.name.startswith(".")]
+    assert offsets_in(local(parquet)) == [(0, 0), (0, 1)]
 
 
 def test_a_write_that_dies_after_its_manifest_is_finished_by_recovery(
@@ -100,17 +105,16 @@ def test_a_write_that_dies_after_its_manifest_is_finished_by_recovery(
     monkeypatch.setattr(ParquetTable, "_publish", die)
     with pytest.raises(Crash):
         parquet.write({A: rows(A, range(3))}, {A: 2})
-    assert offsets_in(parquet.root) == []  # committed, not yet moved into the table
+    assert offsets_in(local(parquet)) == []  # committed, not yet moved into the table
     monkeypatch.undo()
     assert reopened(parquet).recover([B]) == {}  # any task finishes a committed write
-    assert offsets_in(parquet.root) == [(0, 0), (0, 1), (0, 2)]
+    assert offsets_in(local(parquet)) == [(0, 0), (0, 1), (0, 2)]
     assert reopened(parquet).recover([A]) == {A: 2}
-    assert offsets_in(parquet.root) == [(0, 0), (0, 1), (0, 2)]
+    assert offsets_in(local(parquet)) == [(0, 0), (0, 1), (0, 2)]
 
 
 def test_manifests_of_another_app_id_do_not_move_this_ones_offsets(parquet: ParquetTable) -> None:
-    other = ParquetTable(parquet.path, "other", parquet.partition_by, 1)
-    other.session = parquet.session
+    other = ParquetTable(parquet.session, parquet.path, "other", parquet.partition_by, 1)
     other.write({A: rows(A, range(5))}, {A: 4})
     parquet.write({A: rows(A, range(2))}, {A: 1})
     assert reopened(parquet).recover([A]) == {A: 1}
@@ -118,8 +122,8 @@ def test_manifests_of_another_app_id_do_not_move_this_ones_offsets(parquet: Parq
 
 def test_delta_commits_carry_the_offsets_and_a_replayed_write_is_skipped(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "d"
-    table = DeltaTable(str(path), "app", (), 1)
-    table.session = spark
+    table = DeltaTable(spark, str(path), "app", (), 1)
+    assert table.recover([A]) == {} and table.schema() is None  # no table yet
     spark.conf.set("spark.databricks.delta.properties.defaults.checkpointInterval", "2")
     try:
         table.write({A: rows(A, range(2)), B: rows(B, range(1))}, {A: 1, B: 0})
@@ -129,8 +133,8 @@ def test_delta_commits_carry_the_offsets_and_a_replayed_write_is_skipped(spark: 
     finally:
         spark.conf.unset("spark.databricks.delta.properties.defaults.checkpointInterval")
     assert any(path.joinpath("_delta_log").glob("*.checkpoint*.parquet"))
-    assert txn_versions(path) == {"app-t-0": 3, "app-t-1": 5}
-    assert DeltaTable(str(path), "app", (), 1).recover([A, B, TopicPartition("u", 0)]) == {A: 3, B: 5}
+    assert table.txn_versions(["app-t-0", "app-t-1", "app-u-0"]) == {"app-t-0": 3, "app-t-1": 5}
+    assert DeltaTable(spark, str(path), "app", (), 1).recover([A, B, TopicPartition("u", 0)]) == {A: 3, B: 5}
     found = sorted(
         (r["kafka_partition"], r["kafka_offset"]) for r in spark.read.format("delta").load(str(path)).collect()
     )
