@@ -237,7 +237,9 @@ class SinkConfig:
 
     @property
     def s3a(self) -> bool:
-        return self.scheme == "s3a"
+        """Whether the table is on S3 through Hadoop's S3A file system (``s3a://``, or a scheme mapped to it)."""
+        mapped = self.spark_conf.get(f"spark.hadoop.fs.{self.scheme}.impl")
+        return self.scheme == "s3a" or mapped == "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
     @property
     def local_master(self) -> bool:

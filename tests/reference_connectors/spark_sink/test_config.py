@@ -100,3 +100,62 @@ def test_metadata_columns_follow_the_value_columns_and_must_not_clash() -> None:
     assert schema.field("kafka_key").type == pa.binary()
     with pytest.raises(ConfigError, match="clashes"):
         table_schema(parse_schema("value.schema", "offset BIGINT"), ("offset",), "", "string")
+
+
+def test_the_table_path_keeps_its_scheme() -> None:
+    assert SinkConfig.parse({**BASE, "table.path": "s3a://lake/orders"}).table_path == "s3a://lake/orders"
+    assert [SinkConfig.parse({**BASE, "table.path": path}).scheme for path in ("s3a://lake/t", "/data/t", "t")] == [
+        "s3a",
+        "file",
+        "file",
+    ]
+    assert SinkConfig.parse({**BASE, "table.path": "s3a://lake/t"}).s3a
+
+
+@pytest.mark.parametrize(
+    ("props", "key", "reason"),
+    [
+        ({"spark.remote": "sc://localhost:15002"}, "spark.remote", "Spark Connect is not supported"),
+        ({"spark.api.mode": "connect"}, "spark.api.mode", "set spark.master"),
+        ({"table.path": "s3://lake/orders"}, "table.path", "write s3a://lake/orders"),
+        ({"table.path": "s3n://lake/orders"}, "table.path", "no file system for s3n://"),
+        (
+            {"table.path": "s3a://lake/orders", "table.format": "delta"},
+            "table.single.writer",
+            "two workers committing at once overwrite each other's commit",
+        ),
+        (
+            {
+                "table.path": "s3a://lake/orders",
+                "table.format": "delta",
+                "spark.delta.logStore.s3a.impl": "io.delta.storage.S3SingleDriverLogStore",
+            },
+            "table.single.writer",
+            "S3DynamoDBLogStore",
+        ),
+    ],
+)
+def test_setups_whose_guarantees_cannot_hold_are_refused(props: dict[str, str], key: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        SinkConfig.parse({**BASE, **props})
+    assert refused.value.key == key
+    assert reason in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"table.single.writer": "true"},
+        {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"},
+    ],
+)
+def test_a_delta_table_on_s3a_is_accepted_with_one_writer_or_a_log_store_for_several(props: dict[str, str]) -> None:
+    config = SinkConfig.parse({**BASE, "table.path": "s3a://lake/orders", "table.format": "delta", **props})
+    assert config.s3a and config.table_format == "delta"
+
+
+def test_an_s3_path_is_accepted_where_the_connector_maps_a_file_system_to_it() -> None:
+    config = SinkConfig.parse(
+        {**BASE, "table.path": "s3://lake/t", "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+    )
+    assert config.scheme == "s3" and config.s3a  # so hadoop-aws is added to the session
