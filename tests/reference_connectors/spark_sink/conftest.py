@@ -1,10 +1,12 @@
 """Fixtures for the Spark sink tests: the test process's one SparkSession (with Delta Lake, as the connector makes
-it), and readers of what a table holds that do not go through the connector."""
+it), readers of what a table holds that do not go through the connector, and for cluster-scale tests an S3-compatible
+server and a Spark standalone cluster, each started once a session."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,30 +14,22 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the Spark sink needs the spark-sink extra")
 
-import pyarrow.dataset as ds  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS, spark_session  # noqa: E402
+from support.lake import Lake, read_parquet  # noqa: E402
+from support.spark_services import S3Server, SparkCluster, bucket_name  # noqa: E402
 
-ReadRows = Callable[[Path, str], list[dict[str, Any]]]
+ReadRows = Callable[[str | Path, str], list[dict[str, Any]]]
 
 
 @pytest.fixture(scope="session")
-def spark() -> SparkSession:
-    """The process's SparkSession, made by the connector's own code with Delta Lake, before any test writes, so
-    Parquet and Delta tests share it (a session is made once per process)."""
+def spark(s3_server: S3Server) -> SparkSession:
+    """The process's SparkSession, made by the connector's own code with Delta Lake and S3A (reaching the session's
+    S3 server), before any test writes, so every test shares it (a session is made once per process)."""
     if shutil.which("java") is None:
         pytest.skip("the Spark sink needs Java 17")
-    return spark_session(SPARK_DEFAULTS, delta=True)
-
-
-def read_parquet(path: Path) -> list[dict[str, Any]]:
-    """Every row of a Parquet table as pyarrow reads the directory (Hive partitions, ``_``/``.`` names skipped)."""
-    if not path.exists():
-        return []
-    dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
-    rows: list[dict[str, Any]] = dataset.to_table().to_pylist()
-    return rows
+    return spark_session({**SPARK_DEFAULTS, **s3_server.hadoop_conf()}, delta=True, s3a=True)
 
 
 @pytest.fixture
@@ -44,21 +38,50 @@ def parquet_rows() -> Callable[[Path], list[dict[str, Any]]]:
     return read_parquet
 
 
+@pytest.fixture(params=["local", "s3a"])
+def lake(request: pytest.FixtureRequest, spark: SparkSession, tmp_path: Path) -> Lake:
+    """Each place a table can be: a local directory, and a new bucket of the session's S3 server (s3a)."""
+    if request.param == "local":
+        return Lake(str(tmp_path / "lake"), spark)
+    bucket: str = request.getfixturevalue("s3_bucket")
+    return Lake(f"s3a://{bucket}", spark, request.getfixturevalue("s3_server"))
+
+
 @pytest.fixture
 def read_rows(spark: SparkSession) -> ReadRows:
-    """``read_rows(path, format)``: the rows of a table, sorted by ``kafka_topic``, ``kafka_partition`` and
+    """``read_rows(path, format)``: the rows of a local table, sorted by ``kafka_topic``, ``kafka_partition`` and
     ``kafka_offset`` when it has them (Parquet read by pyarrow, Delta by Spark)."""
 
-    def read(path: Path, table_format: str) -> list[dict[str, Any]]:
-        if table_format == "parquet":
-            rows = read_parquet(path)
-        elif not (path / "_delta_log").exists():
-            rows = []
-        else:
-            rows = [row.asDict() for row in spark.read.format("delta").load(str(path)).collect()]
-        order = ("kafka_topic", "kafka_partition", "kafka_offset")
-        if rows and all(name in rows[0] for name in order):
-            rows.sort(key=lambda row: tuple(row[name] for name in order))
-        return rows
+    def read(path: str | Path, table_format: str) -> list[dict[str, Any]]:
+        return Lake(str(path), spark).rows(str(path), table_format)
 
     return read
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """An S3-compatible server (moto) for the session: ``endpoint``, ``access_key``, ``secret_key``, ``region``,
+    ``client()`` (boto3), ``create_bucket(name)``, ``list_keys(bucket, prefix)``, ``hadoop_conf()`` (s3a settings)."""
+    missing = [name for name in ("moto", "boto3", "flask") if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"the S3 tests need moto[server] and boto3 (missing: {', '.join(missing)})")
+    with S3Server(tmp_path_factory.mktemp("s3-server")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
+    """A new, empty bucket of ``s3_server`` named after the test, with a random suffix."""
+    name = bucket_name(request.node.name)
+    s3_server.create_bucket(name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    """A Spark standalone cluster for the session (one master, one worker with 1 core and 1 GB): ``master_url``,
+    ``work_dir`` (the executors' directories), ``alive_workers()``, ``status()``."""
+    if shutil.which("java") is None:
+        pytest.skip("the Spark cluster needs Java 17")
+    with SparkCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
