@@ -9,11 +9,12 @@ pad STRING`` from the value, then ``kafka_topic``, ``kafka_partition``, ``kafka_
 ``kafka_key`` (text):
 
 * ``headwater``: ``headwater standalone`` runs ``spark-sink`` (one task, ``value.schema`` as above, the ``bytes``
-  converters, ``flush.max.records=--flush-records``) with the connector's default session (``local[2]``, 1 GB
-  driver). Its time runs from the task's partitions being opened (logged by the task after its SparkSession is up
-  and the group joined) to the write time of its last commit manifest.
+  converters, ``flush.max.records=--flush-records``) with the connector's default session (1 GB driver) on the
+  Spark master of the run. Its time runs from the task's partitions being opened (logged by the task after its
+  SparkSession is up and the group joined) to the write time of its last commit manifest.
 * ``structured-streaming``: this script's ``structured-streaming`` command: a SparkSession with the same settings
-  and the spark-sql-kafka jars (``fetch_jars(kafka_coordinates())``, from Maven Central with ``mvn``), a
+  plus spark-sql-kafka (``spark.jars.packages`` with the connector's ``kafka_package()``, resolved by Spark's Ivy
+  from Maven Central with the connector's ``IVY_SETTINGS``, as the connector gets its own packages), a
   ``readStream`` of the topic from the earliest offsets, ``from_json`` with the same schema, the same metadata
   columns, and a Parquet ``writeStream`` with ``trigger(availableNow=True)``. Its time runs from ``start()`` to the
   end of ``awaitTermination()``.
@@ -22,24 +23,34 @@ pad STRING`` from the value, then ``kafka_topic``, ``kafka_partition``, ``kafka_
   end) each partition's values parsed by ``pyarrow.json`` with the schema, the metadata columns added, and the
   table written with ``pyarrow.parquet.write_table``. Its time runs from ``assign()`` to the last file written.
 
-So SparkSession (JVM) start-up is left out of both Spark sides, and group join of Headwater's. Both sessions get
-the connector's warm-up write (``spark_sink.session.warm_up``: 1,000 rows from Arrow into Parquet) before their
-clock starts. Headwater writes in the background (``write.background``, the default) while it buffers the next
-flush. Every side runs in a child process of its own, alone. Checked: every output directory holds exactly
-``--records`` rows. ``--repeat R`` runs every side R times, rotating which goes first, and counts each side's best
-run. The ``cpu s`` column is the user and system CPU time of each side's Python process, start-up included (a Spark
-side's JVM is not counted: it is not waited for by that process). The last line is
+Both Spark sides run on the same master: ``--master`` (default the connector's, ``local[2]``), or with
+``--cluster`` a Spark standalone cluster started for the run from pyspark's own ``spark-class`` (one master and
+one worker of ``--cores`` cores and ``--worker-memory``, on 127.0.0.1; ``SparkCluster`` of ``tests/support``). On a
+``spark://`` master each side's session also gets ``spark.cores.max=--cores``, ``spark.executor.memory=512m`` and
+its driver on 127.0.0.1. Every child runs with ``PYSPARK_PYTHON`` set to this Python, so executors run the same
+one. The master is printed before the table.
+
+So SparkSession (JVM) start-up, package resolution and executor launch are left out of both Spark sides, and
+group join of Headwater's. Both sessions get the connector's warm-up write (``spark_sink.session.warm_up``: 1,000
+rows from Arrow, into Parquet on a local master, into Spark's ``noop`` sink on a cluster) before their clock
+starts. Headwater writes in the background (``write.background``, the default) while it buffers the next flush.
+Every side runs in a child process of its own, alone. Checked: every output directory holds exactly ``--records``
+rows. ``--repeat R`` runs every side R times, rotating which goes first, and counts each side's best run. The
+``cpu s`` column is the user and system CPU time of each side's Python process, start-up included (a Spark side's
+JVMs, driver and executors, are not counted: they are not waited for by that process). The last line is
 ``vs_structured_streaming=<x> vs_pyarrow=<y>``: Headwater's records/s divided by each other side's.
 
 Run it with::
 
     python bench/spark_sink.py [--records N] [--record-bytes B] [--partitions P] [--flush-records F]
         [--repeat R] [--bootstrap-servers HOST:PORT] [--sides headwater,structured-streaming,pyarrow]
+        [--master URL | --cluster [--cores C] [--worker-memory M]]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import io
 import json
@@ -48,10 +59,11 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench module, run as a script or loaded
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support: the cluster of --cluster
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kafka_pipeline import (
@@ -68,10 +80,12 @@ from kafka_pipeline import (
 
 from headwater.harness.cluster import find_cluster
 from headwater.runtime.transport.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
+from support.spark_services import SparkCluster
 
 SIDES = ("headwater", "structured-streaming", "pyarrow")
 VALUE_SCHEMA = "id BIGINT, name STRING, pad STRING"
 BROKER_JVM_OPTS = "-Xms512m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true"
+EXECUTOR_MEMORY = "512m"
 HEADER = f"{'repeat':<7}{'side':<22}{'records':>10}{'seconds':>9}{'records/s':>12}{'cpu s':>9}"
 _OPENED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*opened \d+ partitions", re.MULTILINE)
 
@@ -95,6 +109,52 @@ def fill(bootstrap_servers: str, topic: str, records: int, size: int, partitions
         raise BenchError(f"could not fill {topic}")
 
 
+def master_conf(master: str, cores: int) -> dict[str, str]:
+    """The Spark settings every Spark side gets for ``master``: the master, and on a standalone master
+    (``spark://``) the cores the application may take, its executors' memory and its driver's address."""
+    conf = {"spark.master": master}
+    if master.startswith("spark://"):
+        conf["spark.cores.max"] = str(cores)
+        conf["spark.executor.memory"] = EXECUTOR_MEMORY
+        conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = "127.0.0.1"
+    return conf
+
+
+@contextlib.contextmanager
+def spark_master(args: argparse.Namespace, directory: Path) -> Iterator[str]:
+    """``--master``, or with ``--cluster`` the master URL of a standalone cluster that lives as long as the block."""
+    if not args.cluster:
+        yield args.master
+        return
+    with SparkCluster(directory / "spark-cluster", cores=args.cores, memory=args.worker_memory) as cluster:
+        yield cluster.master_url
+
+
+def master_line(args: argparse.Namespace, master: str) -> str:
+    """The line before the table: which master the Spark sides ran on (and what it had)."""
+    line = f"spark master: {master}"
+    if args.cluster:
+        line += f" (a standalone cluster started for this run: 1 worker, {args.cores} cores, {args.worker_memory})"
+    if master.startswith("spark://"):
+        line += f", spark.cores.max={args.cores}, spark.executor.memory={EXECUTOR_MEMORY}"
+    return line
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` (so every child's environment) with ``values`` set, for as long as the block."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def parquet_rows(directory: Path) -> int:
     import pyarrow.dataset as ds
 
@@ -110,11 +170,18 @@ def structured_streaming(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS
+    from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS, kafka_package
+    from headwater.reference_connectors.spark_sink.packages import IVY_SETTINGS
     from headwater.reference_connectors.spark_sink.session import warm_up
 
+    conf = {
+        **SPARK_DEFAULTS,
+        **dict(item.split("=", 1) for item in args.conf),
+        "spark.jars.packages": kafka_package(),
+        "spark.jars.ivySettings": str(IVY_SETTINGS),
+    }
     builder = SparkSession.builder
-    for key, value in {**SPARK_DEFAULTS, "spark.jars": args.jars}.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -209,24 +276,20 @@ def pyarrow_side(args: argparse.Namespace) -> int:
 class SparkSinkBench:
     """Fills one topic, then runs the sides into output directories of their own under one scratch directory."""
 
-    def __init__(self, args: argparse.Namespace, bootstrap_servers: str, directory: Path) -> None:
+    def __init__(self, args: argparse.Namespace, bootstrap_servers: str, directory: Path, master: str) -> None:
         self.args = args
         self.bootstrap_servers = bootstrap_servers
         self.directory = directory
+        self.spark_conf = master_conf(master, args.cores)
         self.inspector = Inspector(bootstrap_servers)
         self.run_id = uuid.uuid4().hex[:8]
         self.topic = f"bench-{self.run_id}-json"
-        self.jars = ""
 
-    def prepare(self, sides: Sequence[str]) -> None:
+    def prepare(self) -> None:
         self.inspector.create_topic(self.topic, self.args.partitions)
         fill(self.bootstrap_servers, self.topic, self.args.records, self.args.record_bytes, self.args.partitions)
         if (count := self.inspector.count(self.topic)) != self.args.records:
             raise BenchError(f"{self.topic} holds {count} records, not {self.args.records}")
-        if "structured-streaming" in sides:
-            from headwater.reference_connectors.spark_sink import fetch_jars, kafka_coordinates
-
-            self.jars = ",".join(str(jar) for jar in fetch_jars(kafka_coordinates()))
 
     def headwater(self, name: str, out: Path) -> tuple[float, float]:
         worker = write_properties(
@@ -252,6 +315,7 @@ class SparkSinkBench:
                 "flush.max.records": self.args.flush_records,
                 "flush.max.bytes": 1 << 40,
                 "flush.interval.ms": 1000,
+                **self.spark_conf,
             },
         )
         command = [sys.executable, "-m", "headwater.runtime.cli", "standalone", str(worker), str(connector)]
@@ -286,7 +350,8 @@ class SparkSinkBench:
         command = [sys.executable, __file__, side, "--bootstrap-servers", self.bootstrap_servers, "--topic", self.topic]
         command += ["--out", str(out), "--records", str(self.args.records)]
         if side == "structured-streaming":
-            command += ["--checkpoint", str(self.directory / f"{name}-checkpoint"), "--jars", self.jars]
+            command += ["--checkpoint", str(self.directory / f"{name}-checkpoint")]
+            command += [f"--conf={key}={value}" for key, value in self.spark_conf.items()]
         else:
             command += ["--group", name, "--partitions", str(self.args.partitions)]
             command += ["--flush-records", str(self.args.flush_records)]
@@ -308,7 +373,7 @@ class SparkSinkBench:
         return Run("sink", side, self.args.records, max(seconds, 1e-3), cpu)
 
     def run(self, sides: Sequence[str]) -> list[Run]:
-        self.prepare(sides)
+        self.prepare()
         runs: list[Run] = []
         for repeat in range(self.args.repeat):
             shift = repeat % len(sides)
@@ -333,7 +398,7 @@ def child_main(command: str, argv: Sequence[str]) -> int:
         parser.add_argument(option, required=True)
     parser.add_argument("--records", type=int, required=True)
     parser.add_argument("--checkpoint")
-    parser.add_argument("--jars", default="")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="A Spark setting.")
     parser.add_argument("--group")
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--flush-records", type=int, default=250_000)
@@ -345,6 +410,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SIDES[1:]:
         return child_main(argv[0], argv[1:])
+    from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--bootstrap-servers", help="A running cluster; default: one found or started.")
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -353,6 +420,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--flush-records", type=int, default=250_000, help="Records per write (Headwater, pyarrow).")
     parser.add_argument("--repeat", type=int, default=1, help="Runs per side; the best counts.")
     parser.add_argument("--sides", default=",".join(SIDES), help="Which sides run, comma-separated; headwater first.")
+    masters = parser.add_mutually_exclusive_group()
+    masters.add_argument(
+        "--master",
+        default=SPARK_DEFAULTS["spark.master"],
+        help="The Spark master of both Spark sides; default: the connector's, %(default)s.",
+    )
+    masters.add_argument(
+        "--cluster", action="store_true", help="Start a Spark standalone cluster for the run and use its master."
+    )
+    parser.add_argument(
+        "--cores", type=int, default=2, help="Cores of the --cluster worker; spark.cores.max on a spark:// master."
+    )
+    parser.add_argument("--worker-memory", default="2g", help="Memory of the --cluster worker.")
     parser.add_argument("--timeout", type=float, default=900, help="Seconds one run may take.")
     parser.add_argument("--keep", metavar="DIR", help="Keep properties, logs and tables in DIR.")
     parser.add_argument("--keep-topics", action="store_true")
@@ -368,9 +448,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{args.flush_records} records per write, {cluster.bootstrap_servers} ({cluster.source})",
             flush=True,
         )
-        print(HEADER)
-        with scratch(args.keep) as directory:
-            bench = SparkSinkBench(args, cluster.bootstrap_servers, directory)
+        with (
+            scratch(args.keep) as directory,
+            environment({"PYSPARK_PYTHON": sys.executable}),
+            spark_master(args, directory) as master,
+        ):
+            print(master_line(args, master))
+            print(HEADER, flush=True)
+            bench = SparkSinkBench(args, cluster.bootstrap_servers, directory, master)
             try:
                 runs = bench.run(sides)
             finally:
