@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
 
 from headwater.reference_connectors.spark_sink import DeltaTable, HadoopFiles, ParquetTable
 from headwater.sdk import ConnectError, TopicPartition
@@ -161,3 +163,20 @@ def test_delta_commits_carry_the_offsets_and_a_replayed_write_is_skipped(lake: L
     assert found == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
     schema = table.schema()
     assert schema is not None and schema.names == ["id", "kafka_partition", "kafka_offset"]
+
+
+def test_delta_recovery_on_a_failing_file_system_raises_instead_of_finding_no_table(spark: SparkSession) -> None:
+    """Recovery must not take a store it cannot reach for 'no table' (the task would start from the group's
+    offsets and write rows twice)."""
+    conf = spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    bucket = "unreachable-lake"
+    for key, value in {
+        "endpoint": "http://127.0.0.1:9",  # discard port: the connection is refused
+        "retry.limit": "0",
+        "attempts.maximum": "0",
+        "connection.establish.timeout": "1000",
+    }.items():
+        conf.set(f"fs.s3a.bucket.{bucket}.{key}", value)
+    path = f"s3a://{bucket}/t"
+    with pytest.raises(Py4JJavaError):
+        DeltaTable(spark, path, "app", (), 1).recover([A])
