@@ -80,7 +80,7 @@ from kafka_pipeline import (
 
 from headwater.harness.cluster import find_cluster
 from headwater.runtime.transport.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
-from support.spark_services import SparkCluster
+from support.spark_services import SparkCluster, application_conf
 
 SIDES = ("headwater", "structured-streaming", "pyarrow")
 VALUE_SCHEMA = "id BIGINT, name STRING, pad STRING"
@@ -107,17 +107,6 @@ def fill(bootstrap_servers: str, topic: str, records: int, size: int, partitions
                 producer.poll(FULL_QUEUE_WAIT_S)
     if producer.flush(TIMEOUT_S):
         raise BenchError(f"could not fill {topic}")
-
-
-def master_conf(master: str, cores: int) -> dict[str, str]:
-    """The Spark settings every Spark side gets for ``master``: the master, and on a standalone master
-    (``spark://``) the cores the application may take, its executors' memory and its driver's address."""
-    conf = {"spark.master": master}
-    if master.startswith("spark://"):
-        conf["spark.cores.max"] = str(cores)
-        conf["spark.executor.memory"] = EXECUTOR_MEMORY
-        conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = "127.0.0.1"
-    return conf
 
 
 @contextlib.contextmanager
@@ -280,7 +269,7 @@ class SparkSinkBench:
         self.args = args
         self.bootstrap_servers = bootstrap_servers
         self.directory = directory
-        self.spark_conf = master_conf(master, args.cores)
+        self.spark_conf = application_conf(master, args.cores, EXECUTOR_MEMORY)
         self.inspector = Inspector(bootstrap_servers)
         self.run_id = uuid.uuid4().hex[:8]
         self.topic = f"bench-{self.run_id}-json"

@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from headwater.reference_connectors.spark_sink.packages import S3A_FILESYSTEM
 from headwater.reference_connectors.spark_sink.schema import METADATA_FIELDS, parse_schema
 from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, non_empty_string, one_of
 
@@ -64,6 +65,11 @@ _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 DELTA_LOG_STORES = ("spark.delta.logStore.s3a.impl", "spark.delta.logStore.class")
 SINGLE_DRIVER_LOG_STORE = "io.delta.storage.S3SingleDriverLogStore"
+
+
+def is_local_master(master: str) -> bool:
+    """Whether ``master`` runs the executors inside the driver's JVM (``local``, ``local[4]``, ``local[*]``)."""
+    return master.startswith("local")
 
 
 def _schema(key: str, value: Any) -> None:
@@ -239,11 +245,11 @@ class SinkConfig:
     def s3a(self) -> bool:
         """Whether the table is on S3 through Hadoop's S3A file system (``s3a://``, or a scheme mapped to it)."""
         mapped = self.spark_conf.get(f"spark.hadoop.fs.{self.scheme}.impl")
-        return self.scheme == "s3a" or mapped == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+        return self.scheme == "s3a" or mapped == S3A_FILESYSTEM
 
     @property
     def local_master(self) -> bool:
-        return self.spark_conf.get("spark.master", "local").startswith("local")
+        return is_local_master(self.spark_conf.get("spark.master", "local"))
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> SinkConfig:

@@ -15,15 +15,6 @@ from pyspark.sql import SparkSession
 from headwater.sdk import ConnectError
 
 
-def qualified(session: SparkSession, path: str) -> str:
-    """``path`` made absolute, with its file system's scheme and authority (``orders`` -> ``file:/cwd/orders``)."""
-    jvm = session._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    file_system = hadoop_path.getFileSystem(session._jsc.hadoopConfiguration())
-    return str(file_system.makeQualified(hadoop_path).toString())
-
-
 def join(*parts: str) -> str:
     return "/".join(part.strip("/") if n else part.rstrip("/") for n, part in enumerate(parts))
 
@@ -35,8 +26,10 @@ class HadoopFiles:
         jvm = session._jvm
         assert jvm is not None
         self.jvm = jvm
-        self.root = root
-        self.fs: Any = jvm.org.apache.hadoop.fs.Path(root).getFileSystem(session._jsc.hadoopConfiguration())
+        root_path = jvm.org.apache.hadoop.fs.Path(root)
+        self.fs: Any = root_path.getFileSystem(session._jsc.hadoopConfiguration())
+        self.root = str(self.fs.makeQualified(root_path).toString())
+        """``root`` made absolute, with its file system's scheme and authority (``orders`` -> ``file:/cwd/orders``)."""
 
     def path(self, path: str) -> Any:
         return self.jvm.org.apache.hadoop.fs.Path(path)

@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from headwater.reference_connectors.spark_sink.hadoop_files import HadoopFiles, join
+from headwater.reference_connectors.spark_sink.hadoop_files import join
 from headwater.reference_connectors.spark_sink.table import SinkTable
 from headwater.sdk import ConnectError, TopicPartition
 
@@ -58,7 +58,6 @@ class ParquetTable(SinkTable):
         self, session: SparkSession, path: str, app_id: str, partition_by: tuple[str, ...], max_files: int
     ) -> None:
         super().__init__(session, path, app_id, partition_by, max_files)
-        self.files = HadoopFiles(session, self.path)
         self.staging = join(self.path, META_DIR, "staging")
         self.manifests = join(self.path, META_DIR, "manifests")
         self._read: dict[str, dict[str, Any]] = {}
@@ -74,14 +73,14 @@ class ParquetTable(SinkTable):
             self._read[name] = json.loads(self.files.read(join(self.manifests, name)))
         return self._read[name]
 
-    def read_manifests(self) -> list[dict[str, Any]]:
-        """Every committed write's manifest, oldest first."""
-        return [self.manifest(name) for name in self.manifest_names()]
+    def read_manifests(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every committed write's manifest (of ``names``, when the listing is at hand), oldest first."""
+        return [self.manifest(name) for name in (self.manifest_names() if names is None else names)]
 
-    def last_offsets(self) -> dict[TopicPartition, int]:
+    def last_offsets(self, names: list[str] | None = None) -> dict[TopicPartition, int]:
         """The last offset written by this app id for every topic partition it wrote."""
         found: dict[TopicPartition, int] = {}
-        for manifest in self.read_manifests():
+        for manifest in self.read_manifests(names):
             if manifest["app_id"] != self.app_id:
                 continue
             for topic, partitions in manifest["offsets"].items():
@@ -99,7 +98,8 @@ class ParquetTable(SinkTable):
     # ---- recovery --------------------------------------------------------------------------------------------
 
     def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
-        committed = {name.removesuffix(".json") for name in self.manifest_names()}
+        names = self.manifest_names()
+        committed = {name.removesuffix(".json") for name in names}
         staged = set(self.files.names(self.staging))
         for name in sorted(committed):
             if name in staged or f"{name}.json" in staged:
@@ -119,7 +119,7 @@ class ParquetTable(SinkTable):
                 log.info("%s: removing the uncommitted write %s", self, name)
                 self.files.delete(join(self.staging, name))
                 self.files.delete(join(self.staging, intent))
-        found = self.last_offsets()
+        found = self.last_offsets(names)
         return {tp: found[tp] for tp in partitions if tp in found}
 
     def _publish(self, name: str, manifest: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from headwater.reference_connectors.spark_sink.config import is_local_master
 from headwater.reference_connectors.spark_sink.packages import DELTA_CLASS, S3A_FILESYSTEM, session_settings
 from headwater.sdk import ConnectError
 
@@ -102,7 +103,7 @@ def warm_up(session: SparkSession, rows: int = 1000) -> None:
             "key": pa.array([str(n).encode() for n in range(rows)], pa.binary()),
         }
     )
-    local = str(session.conf.get("spark.master", "local")).startswith("local")
+    local = is_local_master(str(session.conf.get("spark.master", "local")))
     directory = tempfile.mkdtemp(prefix="headwater-spark-warm-up-")
     try:
         frame = session.createDataFrame(table)

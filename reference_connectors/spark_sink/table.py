@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from headwater.reference_connectors.spark_sink.hadoop_files import qualified
+from headwater.reference_connectors.spark_sink.hadoop_files import HadoopFiles
 from headwater.sdk import TopicPartition
 
 
@@ -20,7 +20,8 @@ class SinkTable(ABC):
         self, session: SparkSession, path: str, app_id: str, partition_by: tuple[str, ...], max_files: int
     ) -> None:
         self.session = session
-        self.path = qualified(session, path)
+        self.files = HadoopFiles(session, path)
+        self.path = self.files.root
         """The table's Hadoop path with its scheme (``s3a://lake/orders``, ``file:/data/orders``)."""
         self.app_id = app_id
         self.partition_by = partition_by

@@ -40,11 +40,11 @@ def test_master_and_cluster_are_one_or_the_other(bench: ModuleType, capsys: pyte
 
 
 def test_a_local_master_gets_only_the_master(bench: ModuleType) -> None:
-    assert bench.master_conf("local[2]", 2) == {"spark.master": "local[2]"}
+    assert bench.application_conf("local[2]", 2, bench.EXECUTOR_MEMORY) == {"spark.master": "local[2]"}
 
 
 def test_a_standalone_master_gets_cores_executor_memory_and_a_local_driver(bench: ModuleType) -> None:
-    assert bench.master_conf("spark://127.0.0.1:7077", 3) == {
+    assert bench.application_conf("spark://127.0.0.1:7077", 3, bench.EXECUTOR_MEMORY) == {
         "spark.master": "spark://127.0.0.1:7077",
         "spark.cores.max": "3",
         "spark.executor.memory": "512m",

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from headwater.harness.broker import free_ports
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
@@ -34,13 +35,15 @@ class ServiceError(RuntimeError):
     tail of its log)."""
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` different TCP ports on 127.0.0.1 that were free a moment ago (each bound to port 0, then closed)."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
+def application_conf(master: str, cores: int, executor_memory: str = "512m") -> dict[str, str]:
+    """The settings of a Spark application on ``master``: the master, and on a standalone master (``spark://``) the
+    cores it may take, its executors' memory and its driver's loopback address."""
+    conf = {"spark.master": master}
+    if master.startswith("spark://"):
+        conf["spark.cores.max"] = str(cores)
+        conf["spark.executor.memory"] = executor_memory
+        conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = "127.0.0.1"
+    return conf
 
 
 def pid_alive(pid: int) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.spark_services import S3Server, ServiceError, SparkCluster, bucket_name, pid_alive
+from support.spark_services import S3Server, ServiceError, SparkCluster, application_conf, bucket_name, pid_alive
 
 pytestmark = pytest.mark.spark
 
@@ -24,16 +24,10 @@ CLUSTER_JOB = """
 import json, os, sys
 from pyspark.sql import SparkSession
 
-spark = (
-    SparkSession.builder.master(sys.argv[1])
-    .appName("headwater-cluster-check")
-    .config("spark.executor.memory", "512m")
-    .config("spark.cores.max", "1")
-    .config("spark.ui.enabled", "false")
-    .config("spark.driver.host", "127.0.0.1")
-    .config("spark.driver.bindAddress", "127.0.0.1")
-    .getOrCreate()
-)
+builder = SparkSession.builder.appName("headwater-cluster-check").config("spark.ui.enabled", "false")
+for key, value in json.loads(sys.argv[1]).items():
+    builder = builder.config(key, value)
+spark = builder.getOrCreate()
 try:
     def where(rows):
         import os, sys
@@ -82,7 +76,7 @@ def test_an_executor_of_the_cluster_runs_in_a_directory_and_process_of_its_own(
 ) -> None:
     assert len(spark_cluster.alive_workers()) == 1
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    job = [sys.executable, "-c", CLUSTER_JOB, spark_cluster.master_url]
+    job = [sys.executable, "-c", CLUSTER_JOB, json.dumps(application_conf(spark_cluster.master_url, cores=1))]
     done = subprocess.run(job, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])

@@ -28,7 +28,7 @@ from headwater.reference_connectors.spark_sink import SparkSinkConnector
 from headwater.reference_connectors.spark_sink.dead_letter import HEADER_PREFIX
 from headwater.sdk import TopicPartition
 from support.lake import Lake
-from support.spark_services import S3Server, SparkCluster
+from support.spark_services import S3Server, SparkCluster, application_conf
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -205,13 +205,7 @@ def test_sigkill_at_random_points_loses_and_repeats_no_record(
         connector["table.path"] = "table" if master == "cluster" else table  # relative: from the worker's directory
     if master == "cluster":
         cluster: SparkCluster = request.getfixturevalue("spark_cluster")
-        connector |= {
-            "spark.master": cluster.master_url,
-            "spark.cores.max": "1",
-            "spark.executor.memory": "512m",
-            "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1",
-        }
+        connector |= application_conf(cluster.master_url, cores=1)
     worker_process.connectors[stream_topic] = connector
     seed = int.from_bytes(os.urandom(4), "big")
     chance = random.Random(seed)
