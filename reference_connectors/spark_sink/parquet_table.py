@@ -73,14 +73,14 @@ class ParquetTable(SinkTable):
             self._read[name] = json.loads(self.files.read(join(self.manifests, name)))
         return self._read[name]
 
-    def read_manifests(self, names: list[str] | None = None) -> list[dict[str, Any]]:
-        """Every committed write's manifest (of ``names``, when the listing is at hand), oldest first."""
-        return [self.manifest(name) for name in (self.manifest_names() if names is None else names)]
+    def read_manifests(self) -> list[dict[str, Any]]:
+        """Every committed write's manifest, oldest first."""
+        return [self.manifest(name) for name in self.manifest_names()]
 
-    def last_offsets(self, names: list[str] | None = None) -> dict[TopicPartition, int]:
+    def last_offsets(self) -> dict[TopicPartition, int]:
         """The last offset written by this app id for every topic partition it wrote."""
         found: dict[TopicPartition, int] = {}
-        for manifest in self.read_manifests(names):
+        for manifest in self.read_manifests():
             if manifest["app_id"] != self.app_id:
                 continue
             for topic, partitions in manifest["offsets"].items():
@@ -98,8 +98,7 @@ class ParquetTable(SinkTable):
     # ---- recovery --------------------------------------------------------------------------------------------
 
     def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
-        names = self.manifest_names()
-        committed = {name.removesuffix(".json") for name in names}
+        committed = {name.removesuffix(".json") for name in self.manifest_names()}
         staged = set(self.files.names(self.staging))
         for name in sorted(committed):
             if name in staged or f"{name}.json" in staged:
@@ -119,7 +118,7 @@ class ParquetTable(SinkTable):
                 log.info("%s: removing the uncommitted write %s", self, name)
                 self.files.delete(join(self.staging, name))
                 self.files.delete(join(self.staging, intent))
-        found = self.last_offsets(names)
+        found = self.last_offsets()  # listed again: a manifest another owner committed meanwhile counts
         return {tp: found[tp] for tp in partitions if tp in found}
 
     def _publish(self, name: str, manifest: dict[str, Any]) -> None:

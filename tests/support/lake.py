@@ -42,27 +42,21 @@ class Lake:
         bucket, _, key = table.removeprefix("s3a://").partition("/")
         return bucket, key
 
-    def names(self, table: str, directory: str) -> list[str]:
-        """The file names directly under ``<table>/<directory>``."""
-        if self.s3 is None:
-            found = Path(table.removeprefix("file:"), directory)
-            return sorted(p.name for p in found.iterdir() if p.is_file()) if found.is_dir() else []
-        bucket, key = self._bucket_key(table)
-        prefix = f"{key}/{directory}/"
-        return sorted(
-            k[len(prefix) :]
-            for k in self.s3.list_keys(bucket, prefix)
-            if k[len(prefix) :] and "/" not in k[len(prefix) :]
-        )
+    def _local(self, table: str) -> Path:
+        return Path(table.removeprefix("file:"))
 
     def files(self, table: str, directory: str) -> list[str]:
         """Every file below ``<table>/<directory>``, relative to it."""
         if self.s3 is None:
-            found = Path(table.removeprefix("file:"), directory)
+            found = self._local(table) / directory
             return sorted(str(p.relative_to(found)) for p in found.rglob("*") if p.is_file())
         bucket, key = self._bucket_key(table)
         prefix = f"{key}/{directory}/"
         return sorted(k[len(prefix) :] for k in self.s3.list_keys(bucket, prefix) if not k.endswith("/"))
+
+    def names(self, table: str, directory: str) -> list[str]:
+        """The file names directly under ``<table>/<directory>``."""
+        return [name for name in self.files(table, directory) if "/" not in name]
 
     def commits(self, table: str, table_format: str) -> int:
         """How many writes the table has committed (manifests, or Delta commits), read from its files only."""
@@ -72,7 +66,7 @@ class Lake:
     def rows(self, table: str, table_format: str) -> list[dict[str, Any]]:
         """The rows of a table, sorted by topic, partition and offset when it has those columns."""
         if table_format == "parquet" and self.s3 is None:
-            rows = read_parquet(Path(table.removeprefix("file:")))
+            rows = read_parquet(self._local(table))
         elif table_format == "parquet":
             assert self.s3 is not None
             bucket, key = self._bucket_key(table)
