@@ -93,7 +93,7 @@ class DistributedWorkerProcess(WorkerProcess):
 class DistributedCluster:
     """Workers of one cluster named ``name`` (its ``group.id``, and the prefix of its internal topics) on the
     Kafka cluster at ``bootstrap_servers``, each in a directory under ``directory``. ``worker_props`` add to (or
-    override) :func:`cluster_props`."""
+    override) :func:`cluster_props`; ``env`` adds to every worker's environment."""
 
     def __init__(
         self,
@@ -101,10 +101,13 @@ class DistributedCluster:
         bootstrap_servers: str,
         name: str,
         worker_props: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.name = name
         self.worker_props = {**cluster_props(bootstrap_servers, name), **(worker_props or {})}
+        self.env = dict(env or {})
+        """Environment variables added to every worker's."""
         self.workers: list[DistributedWorkerProcess] = []
         self._clients: dict[str, httpx.Client] = {}
 
@@ -112,7 +115,7 @@ class DistributedCluster:
         """Start one more worker (``_`` in keys for ``.``) and return once its REST API answers."""
         extra = {key.replace("_", "."): value for key, value in props.items()}
         worker = DistributedWorkerProcess(
-            self.directory / f"worker-{len(self.workers)}", {**self.worker_props, **extra}
+            self.directory / f"worker-{len(self.workers)}", {**self.worker_props, **extra}, env=self.env
         )
         self.workers.append(worker)
         worker.start()

@@ -6,8 +6,9 @@ once per worker process, so the first Spark sink task to start in a process deci
 the ones the table needs (see :mod:`.packages`), never replaced.
 
 Refused at config time, with the reason: a Spark Connect session (``spark.remote``, ``spark.api.mode=connect``), an
-``s3://`` or ``s3n://`` table path Hadoop has no file system for, and a Delta table on s3a written with Delta's
-default S3 log store unless ``table.single.writer`` declares that one worker process writes it.
+``s3://`` or ``s3n://`` table path Hadoop has no file system for, a Delta table on s3a written with Delta's
+default S3 log store unless ``table.single.writer`` declares that one worker process writes it or
+``table.commit.coordinator`` gives its commits to a coordinator, and a commit coordinator for a Parquet table.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ TABLE_PATH = "table.path"
 TABLE_FORMAT = "table.format"
 TABLE_APP_ID = "table.app.id"
 SINGLE_WRITER = "table.single.writer"
+COMMIT_COORDINATOR = "table.commit.coordinator"
+DYNAMODB_TABLE = "table.commit.coordinator.dynamodb.table"
+DYNAMODB_ENDPOINT = "table.commit.coordinator.dynamodb.endpoint"
+TABLE_CREATOR = "table.creator"
+"""Set by the connector in each task config, ``true`` for its first task only: with a commit coordinator, the one
+task that creates a missing table (Delta's first commit goes to the file system, where two creators would overwrite
+each other's). Not a connector option."""
 VALUE_SCHEMA = "value.schema"
 METADATA_COLUMNS = "metadata.columns"
 METADATA_PREFIX = "metadata.column.prefix"
@@ -122,6 +130,34 @@ CONFIG_DEF = (
         "s3a with Delta's default S3 log store, which keeps commits apart within one process only: with several "
         "workers (distributed mode) configure a log store for concurrent writers instead "
         "(spark.delta.logStore.s3a.impl=io.delta.storage.S3DynamoDBLogStore) and leave this false.",
+    )
+    .define(
+        COMMIT_COORDINATOR,
+        Type.STRING,
+        "",
+        Importance.MEDIUM,
+        "Delta only: 'dynamodb' gives the table's commits to Delta's DynamoDB commit coordinator (Delta's "
+        "coordinated commits), so that several worker processes can write one Delta table on s3a; empty: Delta "
+        "commits through the file system's log store. A new table is created with it by the connector's first "
+        "task when it starts (from value.schema); an existing table must have been created with it.",
+        one_of("", "dynamodb"),
+    )
+    .define(
+        DYNAMODB_TABLE,
+        Type.STRING,
+        "delta_commits",
+        Importance.LOW,
+        "The DynamoDB table of the commit coordinator (made by Delta if missing; one can serve many Delta tables).",
+        non_empty_string,
+    )
+    .define(
+        DYNAMODB_ENDPOINT,
+        Type.STRING,
+        "",
+        Importance.MEDIUM,
+        "The DynamoDB endpoint of the commit coordinator, like https://dynamodb.us-east-1.amazonaws.com; required "
+        "with table.commit.coordinator=dynamodb. Credentials come from the AWS SDK's default chain (environment, "
+        "profile, instance role).",
     )
     .define(
         VALUE_SCHEMA,
@@ -234,6 +270,12 @@ class SinkConfig:
     dlq_context_headers: bool
     spark_conf: Mapping[str, str]
     single_writer: bool = False
+    commit_coordinator: str = ""
+    """``""`` (the file system's log store) or ``dynamodb``."""
+    dynamodb_table: str = "delta_commits"
+    dynamodb_endpoint: str = ""
+    creator: bool = True
+    """Whether this task creates a missing table when its commits go to a coordinator (see :data:`TABLE_CREATOR`)."""
 
     @property
     def scheme(self) -> str:
@@ -287,6 +329,10 @@ class SinkConfig:
             dlq_context_headers=parsed[DLQ_HEADERS],
             spark_conf=spark_conf,
             single_writer=parsed[SINGLE_WRITER],
+            commit_coordinator=parsed[COMMIT_COORDINATOR].lower(),
+            dynamodb_table=parsed[DYNAMODB_TABLE],
+            dynamodb_endpoint=parsed[DYNAMODB_ENDPOINT].strip(),
+            creator=str(props.get(TABLE_CREATOR, "true")).strip().lower() == "true",
         )
         found.refuse_unsafe()
         return found
@@ -309,17 +355,28 @@ class SinkConfig:
                 self.table_path,
                 f"Hadoop has no file system for {self.scheme}://; write s3a://{self.table_path.split('://', 1)[-1]}",
             )
+        if self.commit_coordinator and self.table_format != "delta":
+            raise ConfigError(
+                COMMIT_COORDINATOR,
+                self.commit_coordinator,
+                "A commit coordinator is Delta's: a Parquet table commits through its own manifests; set "
+                "table.format=delta or leave this empty",
+            )
+        if self.commit_coordinator and not self.dynamodb_endpoint:
+            raise ConfigError(DYNAMODB_ENDPOINT, None, f"Required with {COMMIT_COORDINATOR}={self.commit_coordinator}")
         stores = [conf[key] for key in DELTA_LOG_STORES if conf.get(key)]
         single_driver = not stores or SINGLE_DRIVER_LOG_STORE in stores
-        if self.table_format == "delta" and self.s3a and single_driver and not self.single_writer:
+        coordinated = bool(self.commit_coordinator)
+        if self.table_format == "delta" and self.s3a and single_driver and not (self.single_writer or coordinated):
             raise ConfigError(
                 SINGLE_WRITER,
                 self.single_writer,
                 "A Delta table on s3a with Delta's default S3 log store (S3SingleDriverLogStore) is safe only when "
                 "one process writes it: two workers committing at once overwrite each other's commit and lose its "
-                "rows. Set table.single.writer=true if one standalone worker writes this table, or set "
-                "spark.delta.logStore.s3a.impl to a log store for concurrent writers "
-                "(io.delta.storage.S3DynamoDBLogStore, with its DynamoDB table)",
+                "rows. Set table.single.writer=true if one standalone worker writes this table; for several "
+                "workers set table.commit.coordinator=dynamodb (Delta's DynamoDB commit coordinator, with "
+                "table.commit.coordinator.dynamodb.endpoint), or set spark.delta.logStore.s3a.impl to a log store "
+                "for concurrent writers (io.delta.storage.S3DynamoDBLogStore, with its DynamoDB table)",
             )
 
     def metadata_name(self, field: str) -> str:

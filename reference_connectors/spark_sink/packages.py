@@ -7,6 +7,9 @@
   SDK's ``bundle`` (about 690 MB, copied to every executor of every application); for the Hadoop versions whose SDK
   release is known here the bundle is excluded and only the SDK modules S3A loads (``s3``, ``s3-transfer-manager``
   and what they pull, about 25 MB) are added at that release. Any other Hadoop keeps the bundle.
+- Delta's DynamoDB commit coordinator (``table.commit.coordinator=dynamodb``): the AWS SDK v1 DynamoDB client
+  (``com.amazonaws:aws-java-sdk-dynamodb``, about 8 MB with what it pulls) at the release delta-spark is built
+  against; the coordinator's classes are in delta-spark itself.
 
 What a connector gives is merged, never replaced: its own ``spark.jars.packages`` and ``spark.jars.excludes`` are
 added to these (a coordinate it names wins over ours), its ``spark.jars`` is left as it is, and its
@@ -37,6 +40,10 @@ AWS_SDK_FOR_HADOOP = {"3.4.1": "2.24.6", "3.4.2": "2.29.52", "3.5.0": "2.35.4"}
 """The AWS SDK v2 release each Hadoop release's hadoop-aws is built against (``aws-java-sdk-v2.version`` in that
 release's ``hadoop-project`` POM)."""
 AWS_SDK_MODULES = ("s3", "s3-transfer-manager")
+DYNAMODB_PACKAGE = "com.amazonaws:aws-java-sdk-dynamodb:1.12.262"
+"""The DynamoDB client Delta's ``DynamoDBCommitCoordinatorClient`` calls: AWS SDK v1 at the release delta-spark's POM
+declares (``com.amazonaws:aws-java-sdk``, scope provided)."""
+DYNAMODB_CLASS = "com.amazonaws.services.dynamodbv2.AmazonDynamoDBClient"
 
 PYSPARK_SHIPS = (
     "org.apache.hadoop:hadoop-client-api",
@@ -107,8 +114,9 @@ def merge_list(ours: list[str], theirs: str | None) -> str:
     return ",".join(given + [item for item in ours if item not in given])
 
 
-def session_settings(conf: Mapping[str, str], delta: bool, s3a: bool) -> dict[str, str]:
-    """``conf`` with the packages, excludes, Ivy settings, extension and catalog that Delta and s3a need."""
+def session_settings(conf: Mapping[str, str], delta: bool, s3a: bool, dynamodb: bool = False) -> dict[str, str]:
+    """``conf`` with the packages, excludes, Ivy settings, extension and catalog that Delta, s3a and Delta's
+    DynamoDB commit coordinator need."""
     packages: list[str] = []
     excludes: list[str] = []
     found = dict(conf)
@@ -121,6 +129,8 @@ def session_settings(conf: Mapping[str, str], delta: bool, s3a: bool) -> dict[st
         more, fewer = s3a_packages()
         packages += more
         excludes += fewer
+    if dynamodb:
+        packages.append(DYNAMODB_PACKAGE)
     if packages:
         found["spark.jars.packages"] = merge_packages(packages, conf.get("spark.jars.packages"))
         found["spark.jars.excludes"] = merge_list(excludes, conf.get("spark.jars.excludes"))

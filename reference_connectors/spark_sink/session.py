@@ -28,7 +28,12 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from headwater.reference_connectors.spark_sink.config import is_local_master
-from headwater.reference_connectors.spark_sink.packages import DELTA_CLASS, S3A_FILESYSTEM, session_settings
+from headwater.reference_connectors.spark_sink.packages import (
+    DELTA_CLASS,
+    DYNAMODB_CLASS,
+    S3A_FILESYSTEM,
+    session_settings,
+)
 from headwater.sdk import ConnectError
 
 log = logging.getLogger(__name__)
@@ -43,9 +48,9 @@ _lock = threading.Lock()
 _settings: dict[str, str] = {}
 
 
-def spark_session(conf: Mapping[str, str], delta: bool, s3a: bool = False) -> SparkSession:
-    """The process's session, made with ``conf`` (plus what Delta and s3a need, see :mod:`.packages`) if there is
-    none yet; an existing one must have the classes the table needs."""
+def spark_session(conf: Mapping[str, str], delta: bool, s3a: bool = False, dynamodb: bool = False) -> SparkSession:
+    """The process's session, made with ``conf`` (plus what Delta, s3a and Delta's DynamoDB commit coordinator
+    need, see :mod:`.packages`) if there is none yet; an existing one must have the classes the table needs."""
     with _lock:
         if os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
             raise ConnectError(f"{CONNECT_REFUSAL} (this process has SPARK_REMOTE or SPARK_CONNECT_MODE_ENABLED set)")
@@ -53,7 +58,7 @@ def spark_session(conf: Mapping[str, str], delta: bool, s3a: bool = False) -> Sp
         if active is not None and type(active).__module__.startswith("pyspark.sql.connect"):
             raise ConnectError(f"{CONNECT_REFUSAL} (this process's active session is a Spark Connect session)")
         if active is None:
-            settings = session_settings(conf, delta, s3a)
+            settings = session_settings(conf, delta, s3a, dynamodb)
             builder = SparkSession.builder
             for key, value in settings.items():
                 builder = builder.config(key, value)
@@ -68,14 +73,15 @@ def spark_session(conf: Mapping[str, str], delta: bool, s3a: bool = False) -> Sp
         different = sorted(k for k, v in conf.items() if k in _settings and _settings[k] != v)
         if different:
             log.warning("the worker's SparkSession is already running; these settings keep their values: %s", different)
-        missing = [name for name, needed in ((DELTA_CLASS, delta), (S3A_FILESYSTEM, s3a)) if needed]
+        needs = ((DELTA_CLASS, delta), (S3A_FILESYSTEM, s3a), (DYNAMODB_CLASS, dynamodb))
+        missing = [name for name, needed in needs if needed]
         missing = [name for name in missing if not has_class(active, name)]
         if missing:
             raise ConnectError(
                 f"this worker's SparkSession was started without {' and '.join(missing)} (by another Spark sink "
                 "connector whose table needed fewer packages, or by the host process); run this connector in a "
-                "worker of its own, or give every Spark sink connector of this worker the same table.format and "
-                "table.path scheme"
+                "worker of its own, or give every Spark sink connector of this worker the same table.format, "
+                "table.path scheme and table.commit.coordinator"
             )
         return active
 

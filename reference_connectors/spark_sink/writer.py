@@ -13,7 +13,7 @@ from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer
 from headwater.reference_connectors.spark_sink.columns import ColumnBuilder, Rejected, infer_schema
 from headwater.reference_connectors.spark_sink.config import PARTITION_BY, VALUE_SCHEMA, SinkConfig
 from headwater.reference_connectors.spark_sink.dead_letter import DeadLetterQueue
-from headwater.reference_connectors.spark_sink.delta_table import DeltaTable
+from headwater.reference_connectors.spark_sink.delta_table import DeltaTable, dynamodb_coordinator
 from headwater.reference_connectors.spark_sink.parquet_table import ParquetTable
 from headwater.reference_connectors.spark_sink.schema import table_schema
 from headwater.reference_connectors.spark_sink.session import spark_session
@@ -24,8 +24,13 @@ log = logging.getLogger(__name__)
 
 
 def make_table(config: SinkConfig, session: SparkSession) -> SinkTable:
-    kind = DeltaTable if config.table_format == "delta" else ParquetTable
-    return kind(session, config.table_path, config.app_id, config.partition_by, config.write_max_files)
+    args = (session, config.table_path, config.app_id, config.partition_by, config.write_max_files)
+    if config.table_format != "delta":
+        return ParquetTable(*args)
+    table = DeltaTable(*args)
+    if config.commit_coordinator == "dynamodb":
+        table.coordinate(dynamodb_coordinator(config.dynamodb_table, config.dynamodb_endpoint), config.creator)
+    return table
 
 
 class TableWriter:
@@ -44,8 +49,11 @@ class TableWriter:
     def start_session(self) -> SinkTable:
         if self.table is None:
             config = self.config
-            session = spark_session(config.spark_conf, delta=config.table_format == "delta", s3a=config.s3a)
+            delta, coordinated = config.table_format == "delta", bool(config.commit_coordinator)
+            session = spark_session(config.spark_conf, delta=delta, s3a=config.s3a, dynamodb=coordinated)
             self.table = make_table(config, session)
+            if isinstance(self.table, DeltaTable):
+                self.table.prepare(self._schema() if config.value_schema is not None else None)
             if config.scheme == "file" and not config.local_master:
                 log.warning(
                     "%s is on the local file system while spark.master is %s: every host of the cluster must see "
@@ -98,12 +106,19 @@ class TableWriter:
                         f"object; set {VALUE_SCHEMA}"
                     )
                 log.info("inferred the value columns of %s: %s", self.table, value_schema.to_string())
-        schema = table_schema(value_schema, config.metadata_columns, config.metadata_prefix, config.key_type)
+        self.builder = ColumnBuilder(value_schema, self._schema(value_schema), metadata, config.key_type)
+        return self.builder
+
+    def _schema(self, value_schema: pa.Schema | None = None) -> pa.Schema:
+        """The table's columns for ``value_schema`` (default: the configured one): values, then metadata."""
+        config = self.config
+        values = value_schema if value_schema is not None else config.value_schema
+        assert values is not None
+        schema = table_schema(values, config.metadata_columns, config.metadata_prefix, config.key_type)
         missing = [name for name in config.partition_by if name not in schema.names]
         if missing:
             raise ConfigError(PARTITION_BY, ",".join(config.partition_by), f"No column {missing[0]} in {schema.names}")
-        self.builder = ColumnBuilder(value_schema, schema, metadata, config.key_type)
-        return self.builder
+        return schema
 
     def _reject(self, rejected: list[Rejected]) -> None:
         first = rejected[0]

@@ -175,8 +175,9 @@ def _wait_for(condition: Callable[[], bool], what: str, processes: Sequence[Serv
 
 
 class S3Server:
-    """An S3-compatible server (``moto_server`` from the running Python's environment) on 127.0.0.1, its log in
-    ``directory``; :meth:`start` returns once it answers HTTP."""
+    """An S3-compatible server (``moto_server`` from the running Python's environment, see :mod:`.moto_server`) on
+    127.0.0.1, its log in ``directory``; :meth:`start` returns once it answers HTTP. The same port answers DynamoDB's
+    API (:meth:`aws_env` gives its credentials to a process's AWS SDK)."""
 
     access_key = "headwater-test-access-key"
     secret_key = "headwater-test-secret-key"
@@ -186,9 +187,9 @@ class S3Server:
         self.directory = Path(directory)
         self.timeout_s = timeout_s
         self.port: int | None = None
-        script = Path(sys.executable).parent / "moto_server"
+        script = Path(__file__).with_name("moto_server.py")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        command = [str(script), "--host", "127.0.0.1", "--port", "0"]
+        command = [sys.executable, str(script), "--host", "127.0.0.1", "--port", "0"]
         self.process = ServiceProcess("moto_server", command, self.directory, env, self.directory / "moto_server.log")
         self._client: Any = None
 
@@ -238,6 +239,18 @@ class S3Server:
             )
         return self._client
 
+    def dynamodb(self) -> Any:
+        """A boto3 DynamoDB client of this server."""
+        import boto3
+
+        return boto3.client(
+            "dynamodb",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name=self.region,
+        )
+
     def create_bucket(self, name: str) -> None:
         self.client().create_bucket(Bucket=name)
 
@@ -260,6 +273,15 @@ class S3Server:
             "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
             "spark.hadoop.fs.s3a.path.style.access": "true",
             "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        }
+
+    def aws_env(self) -> dict[str, str]:
+        """The environment that gives an AWS SDK in another process (Delta's DynamoDB client, through its default
+        credentials chain) this server's credentials and region."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_REGION": self.region,
         }
 
     def stop(self) -> None:

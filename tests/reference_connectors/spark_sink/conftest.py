@@ -5,6 +5,7 @@ server and a Spark standalone cluster, each started once a session."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,11 +26,14 @@ ReadRows = Callable[[str | Path, str], list[dict[str, Any]]]
 
 @pytest.fixture(scope="session")
 def spark(s3_server: S3Server) -> SparkSession:
-    """The process's SparkSession, made by the connector's own code with Delta Lake and S3A (reaching the session's
-    S3 server), before any test writes, so every test shares it (a session is made once per process)."""
+    """The process's SparkSession, made by the connector's own code with Delta Lake, S3A (reaching the session's
+    S3 server) and Delta's DynamoDB commit coordinator (reaching the same server, whose credentials the JVM takes
+    from this process's environment), before any test writes, so every test shares it (a session is made once per
+    process)."""
     if shutil.which("java") is None:
         pytest.skip("the Spark sink needs Java 17")
-    return spark_session({**SPARK_DEFAULTS, **s3_server.hadoop_conf()}, delta=True, s3a=True)
+    os.environ.update(s3_server.aws_env())  # read by the JVM's AWS SDK when it starts, below
+    return spark_session({**SPARK_DEFAULTS, **s3_server.hadoop_conf()}, delta=True, s3a=True, dynamodb=True)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS, SinkConfig, parse_schema
+from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS, SinkConfig, SparkSinkConnector, parse_schema
 from headwater.reference_connectors.spark_sink.schema import table_schema
 from headwater.sdk import ConfigError
 
@@ -131,7 +131,22 @@ def test_the_table_path_keeps_its_scheme() -> None:
                 "spark.delta.logStore.s3a.impl": "io.delta.storage.S3SingleDriverLogStore",
             },
             "table.single.writer",
-            "S3DynamoDBLogStore",
+            "table.commit.coordinator=dynamodb",
+        ),
+        (
+            {"table.commit.coordinator": "dynamodb", "table.commit.coordinator.dynamodb.endpoint": "http://ddb:8000"},
+            "table.commit.coordinator",
+            "Parquet table commits through its own manifests",
+        ),
+        (
+            {"table.format": "delta", "table.commit.coordinator": "dynamodb"},
+            "table.commit.coordinator.dynamodb.endpoint",
+            "Required with table.commit.coordinator=dynamodb",
+        ),
+        (
+            {"table.format": "delta", "table.commit.coordinator": "zookeeper"},
+            "table.commit.coordinator",
+            "must be one of: , dynamodb",
         ),
     ],
 )
@@ -147,11 +162,29 @@ def test_setups_whose_guarantees_cannot_hold_are_refused(props: dict[str, str], 
     [
         {"table.single.writer": "true"},
         {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"},
+        {"table.commit.coordinator": "DynamoDB", "table.commit.coordinator.dynamodb.endpoint": "http://ddb:8000"},
     ],
 )
-def test_a_delta_table_on_s3a_is_accepted_with_one_writer_or_a_log_store_for_several(props: dict[str, str]) -> None:
+def test_a_delta_table_on_s3a_is_accepted_with_one_writer_or_a_log_store_or_coordinator_for_several(
+    props: dict[str, str],
+) -> None:
     config = SinkConfig.parse({**BASE, "table.path": "s3a://lake/orders", "table.format": "delta", **props})
     assert config.s3a and config.table_format == "delta"
+    assert config.commit_coordinator == ("dynamodb" if "table.commit.coordinator" in props else "")
+    assert config.creator  # a config the connector did not mark
+
+
+def test_the_connector_marks_its_first_task_alone_as_the_tables_creator() -> None:
+    connector = SparkSinkConnector()
+    props = {**BASE, "table.format": "delta", "table.commit.coordinator": "dynamodb"}
+    props["table.commit.coordinator.dynamodb.endpoint"] = "http://ddb:8000"
+    connector.start(props)
+    configs = connector.task_configs(3)
+    assert [SinkConfig.parse(config).creator for config in configs] == [True, False, False]
+    assert {SinkConfig.parse(config).dynamodb_table for config in configs} == {"delta_commits"}
+    with pytest.raises(ConfigError) as refused:
+        SparkSinkConnector().validate({**props, "table.creator": "true"})
+    assert refused.value.key == "table.creator"
 
 
 def test_an_s3_path_is_accepted_where_the_connector_maps_a_file_system_to_it() -> None:

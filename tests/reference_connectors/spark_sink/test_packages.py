@@ -13,6 +13,7 @@ from headwater.reference_connectors.spark_sink import delta_package, session_set
 from headwater.reference_connectors.spark_sink.packages import (
     AWS_SDK_FOR_HADOOP,
     DELTA_EXTENSION,
+    DYNAMODB_PACKAGE,
     IVY_SETTINGS,
     hadoop_version,
 )
@@ -68,3 +69,9 @@ def test_a_connectors_own_packages_extensions_excludes_and_ivy_settings_are_kept
     assert settings["spark.jars"] == "/opt/jars/mine.jar"
     assert settings["spark.sql.extensions"] == f"org.example.MyExtension,{DELTA_EXTENSION}"
     assert settings["spark.jars.ivySettings"] == "/etc/ivy/mine.xml"
+
+
+def test_the_dynamodb_commit_coordinator_adds_the_aws_sdk_v1_dynamodb_client() -> None:
+    settings = session_settings({}, delta=True, s3a=False, dynamodb=True)
+    assert packages(settings) == [delta_package(), DYNAMODB_PACKAGE]
+    assert DYNAMODB_PACKAGE.startswith("com.amazonaws:aws-java-sdk-dynamodb:1.12.")

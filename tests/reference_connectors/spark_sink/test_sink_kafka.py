@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from headwater.harness.distributed_process import DistributedCluster
 from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
 from headwater.harness.process import WorkerProcess
-from headwater.reference_connectors.spark_sink import SparkSinkConnector
+from headwater.reference_connectors.spark_sink import DeltaTable, SparkSinkConnector
 from headwater.reference_connectors.spark_sink.dead_letter import HEADER_PREFIX
 from headwater.sdk import TopicPartition
 from support.lake import Lake
@@ -259,16 +259,19 @@ def test_sigkill_at_random_points_loses_and_repeats_no_record(
     assert worker_process.starts == kills + 1
 
 
-def test_two_distributed_workers_share_a_connectors_partitions_and_one_parquet_table_on_s3a(
+@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+def test_two_distributed_workers_share_a_connectors_partitions_and_one_table_on_s3a(
     kafka_bootstrap: str,
     stream_topic: str,
     tmp_path: Path,
     spark: SparkSession,
     s3_server: S3Server,
     s3_bucket: str,
+    table_format: str,
 ) -> None:
-    """Two worker processes, each with its own SparkSession, write one table on S3 at once: every record once.
-    (A Delta table there is refused without a log store for concurrent writers: see test_config.)"""
+    """Two worker processes, each with its own SparkSession, write one table on S3 at once: every record once. A
+    Delta table's commits go to Delta's DynamoDB commit coordinator (the test server's DynamoDB); without one it is
+    refused (see test_config)."""
     records = 1200
     lake = Lake(f"s3a://{s3_bucket}", spark, s3_server)
     table = lake.table("shared")
@@ -277,15 +280,25 @@ def test_two_distributed_workers_share_a_connectors_partitions_and_one_parquet_t
         "tasks.max": "2",
         "topics": stream_topic,
         "table.path": table,
+        "table.format": table_format,
         "flush.max.records": 100,
         "flush.interval.ms": 1000,
         "spark.master": "local[1]",
         "spark.driver.memory": "512m",
         **s3_server.hadoop_conf(),
     }
+    if table_format == "delta":
+        connector |= {
+            "table.commit.coordinator": "dynamodb",
+            "table.commit.coordinator.dynamodb.endpoint": s3_server.endpoint,
+            "table.commit.coordinator.dynamodb.table": s3_bucket,
+            "value.schema": "id BIGINT NOT NULL, pad STRING",
+        }
     stream = Stream(kafka_bootstrap, stream_topic)
     worker_props = {"key.converter": "bytes", "value.converter": "bytes", "offset.flush.interval.ms": 1000}
-    with DistributedCluster(tmp_path, kafka_bootstrap, f"spark-{stream_topic}", worker_props) as cluster:
+    with DistributedCluster(
+        tmp_path, kafka_bootstrap, f"spark-{stream_topic}", worker_props, env=s3_server.aws_env()
+    ) as cluster:
         workers = [cluster.add_worker() for _ in range(2)]
         response = cluster.http(workers[0]).post("/connectors", json={"name": stream_topic, "config": connector})
         assert response.status_code == 201, response.text
@@ -296,11 +309,20 @@ def test_two_distributed_workers_share_a_connectors_partitions_and_one_parquet_t
             stream.allow(records)
 
             def complete() -> bool:
-                return stream.produced == records and len(lake.rows(table, "parquet")) >= records
+                return stream.produced == records and len(lake.rows(table, table_format)) >= records
 
             workers[0].wait_until(complete, TIMEOUT_S, f"{records} rows in the table", interval=1.0)
         finally:
             stream.stop()
-    rows = lake.rows(table, "parquet")
+    rows = lake.rows(table, table_format)
     assert len(rows) == records
     assert sorted(row["id"] for row in rows) == list(range(records))
+    if table_format == "delta":  # every commit went through the coordinator, by both workers' tasks
+        (entry,) = [
+            item for item in s3_server.dynamodb().scan(TableName=s3_bucket)["Items"] if item["path"]["S"] == table
+        ]
+        version = int(spark.sql(f"DESCRIBE HISTORY delta.`{table}`").agg({"version": "max"}).first()[0])
+        assert int(entry["tableVersion"]["N"]) == version == lake.commits(table, "delta") - 1
+        partitions = [TopicPartition(stream_topic, n) for n in range(PARTITIONS)]
+        last = records // PARTITIONS - 1
+        assert DeltaTable(spark, table, stream_topic, (), 1).recover(partitions) == dict.fromkeys(partitions, last)

@@ -1,8 +1,11 @@
 """The tables' commit points, on a local disk and on an S3-compatible server through s3a: a Parquet write
-interrupted before or after its manifest, and Delta's txn versions, replays and checkpoints, written through the
-test process's SparkSession and read back through Delta's own log."""
+interrupted before or after its manifest, Delta's txn versions, replays and checkpoints, and a Delta table whose
+commits go to Delta's DynamoDB commit coordinator (on the test S3 server's DynamoDB), written through the test
+process's SparkSession and read back through Delta's own log."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -10,8 +13,10 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from headwater.reference_connectors.spark_sink import DeltaTable, HadoopFiles, ParquetTable
+from headwater.reference_connectors.spark_sink.delta_table import COORDINATOR_PROPERTY, dynamodb_coordinator
 from headwater.sdk import ConnectError, TopicPartition
 from support.lake import Lake
+from support.spark_services import S3Server
 
 pytestmark = pytest.mark.spark
 
@@ -180,3 +185,71 @@ def test_delta_recovery_on_a_failing_file_system_raises_instead_of_finding_no_ta
     path = f"s3a://{bucket}/t"
     with pytest.raises(Py4JJavaError):
         DeltaTable(spark, path, "app", (), 1).recover([A])
+
+
+# ---- Delta with a commit coordinator (several writers) ----------------------------------------------------------
+
+
+def coordinated(lake: Lake, name: str, creator: bool, dynamodb_table: str) -> DeltaTable:
+    assert lake.s3 is not None
+    table = DeltaTable(lake.spark, lake.table(name), "app", (), 1)
+    return table.coordinate(dynamodb_coordinator(dynamodb_table, lake.s3.endpoint), creator)
+
+
+def coordinator_entry(s3: S3Server, dynamodb_table: str, path: str) -> dict[str, Any]:
+    """The DynamoDB item of the table at ``path`` in the coordinator's table."""
+    items = s3.dynamodb().scan(TableName=dynamodb_table)["Items"]
+    (item,) = [item for item in items if item["path"]["S"] == path]
+    return dict(item)
+
+
+@pytest.fixture
+def s3_lake(spark: SparkSession, s3_server: S3Server, s3_bucket: str) -> Lake:
+    return Lake(f"s3a://{s3_bucket}", spark, s3_server)
+
+
+def test_a_coordinated_delta_table_is_created_by_its_creator_alone_and_commits_through_dynamodb(
+    s3_lake: Lake, s3_bucket: str
+) -> None:
+    schema = rows(A, range(1)).schema
+    creator, other = (coordinated(s3_lake, "d", creator, s3_bucket) for creator in (True, False))
+    other.prepare(schema)  # not the creator: leaves a missing table alone
+    with pytest.raises(ConnectError, match="still does not exist after 0 s"):
+        other.await_creation(timeout_s=0)
+    assert not other.exists()
+    creator.prepare(schema)
+    assert creator.property(COORDINATOR_PROPERTY) == "dynamodb"
+    other.await_creation(timeout_s=0)
+    creator.write({A: rows(A, range(2))}, {A: 1})
+    other.write({B: rows(B, range(3))}, {B: 2})
+    other.write({B: rows(B, range(3))}, {B: 2})  # a replay: skipped
+    assert coordinated(s3_lake, "d", False, s3_bucket).recover([A, B]) == {A: 1, B: 2}
+    found = sorted((r["kafka_partition"], r["kafka_offset"]) for r in s3_lake.rows(creator.path, "delta"))
+    assert found == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
+    assert creator.snapshot().version() == 2  # the creation, then one commit each
+    entry = coordinator_entry(s3_lake.s3, s3_bucket, creator.path)  # type: ignore[arg-type]
+    assert entry["tableVersion"] == {"N": "2"}  # the coordinator accepted both writes
+
+
+def test_a_creator_whose_first_write_finds_no_table_creates_it_with_the_coordinator(
+    s3_lake: Lake, s3_bucket: str
+) -> None:
+    creator = coordinated(s3_lake, "d", True, s3_bucket)
+    creator.write({A: rows(A, range(2))}, {A: 1})
+    assert creator.property(COORDINATOR_PROPERTY) == "dynamodb"
+    assert creator.recover([A]) == {A: 1}
+
+
+def test_a_coordinated_table_needs_a_schema_to_be_created(s3_lake: Lake, s3_bucket: str) -> None:
+    with pytest.raises(ConnectError, match=r"set value\.schema"):
+        coordinated(s3_lake, "d", True, s3_bucket).prepare(None)
+
+
+def test_an_existing_table_without_a_coordinator_is_refused_with_how_to_convert_it(
+    s3_lake: Lake, s3_bucket: str
+) -> None:
+    DeltaTable(s3_lake.spark, s3_lake.table("d"), "app", (), 1).write({A: rows(A, range(2))}, {A: 1})
+    for creator in (True, False):
+        with pytest.raises(ConnectError, match="whose commits go to the file system") as refused:
+            coordinated(s3_lake, "d", creator, s3_bucket).prepare(rows(A, range(1)).schema)
+        assert "ALTER TABLE delta.`s3a://" in str(refused.value)
