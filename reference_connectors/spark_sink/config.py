@@ -128,8 +128,8 @@ CONFIG_DEF = (
         Importance.MEDIUM,
         "Declare that one worker process (a standalone worker) writes this table. Required for a Delta table on "
         "s3a with Delta's default S3 log store, which keeps commits apart within one process only: with several "
-        "workers (distributed mode) configure a log store for concurrent writers instead "
-        "(spark.delta.logStore.s3a.impl=io.delta.storage.S3DynamoDBLogStore) and leave this false.",
+        "workers (distributed mode) set table.commit.coordinator=dynamodb (or a log store for concurrent "
+        "writers, spark.delta.logStore.s3a.impl=io.delta.storage.S3DynamoDBLogStore) and leave this false.",
     )
     .define(
         COMMIT_COORDINATOR,
