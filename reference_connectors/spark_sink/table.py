@@ -3,8 +3,12 @@ write and its offsets become visible together or not at all."""
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
+from urllib.parse import urlparse
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -41,6 +45,19 @@ class SinkTable(ABC):
         """Write the rows of every partition together with its last offset (which may belong to a record that was
         not written, a dead letter); durable when this returns."""
 
+    def unshared_hosts(self) -> list[str]:
+        """The hosts of executors that do not see a file the driver writes into the table's directory, for a table
+        on the local file system (``file:``): one Spark task per default-parallelism slot looks for it."""
+        marker = f"{self.path}/_headwater/shared-check-{uuid.uuid4().hex}"
+        self.files.write_atomically(marker, b"")
+        try:
+            local = urlparse(marker).path
+            slots = max(self.session.sparkContext.defaultParallelism, 1)
+            found = self.session.sparkContext.parallelize(range(slots), slots).map(lambda _: _sees(local)).collect()
+        finally:
+            self.files.delete(marker)
+        return sorted({host for host, seen in found if not seen})
+
     def dataframe(self, table: pa.Table) -> DataFrame:
         """A DataFrame of ``table``'s Arrow batches, in at most ``max_files`` Spark partitions."""
         frame = self.session.createDataFrame(table)
@@ -49,3 +66,8 @@ class SinkTable(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r}, app_id={self.app_id!r})"
+
+
+def _sees(path: str) -> tuple[str, bool]:
+    """Run on an executor: its host name, and whether ``path`` exists there."""
+    return socket.gethostname(), os.path.exists(path)

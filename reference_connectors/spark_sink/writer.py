@@ -55,14 +55,22 @@ class TableWriter:
             if isinstance(self.table, DeltaTable):
                 self.table.prepare(self._schema() if config.value_schema is not None else None)
             if config.scheme == "file" and not config.local_master:
-                log.warning(
-                    "%s is on the local file system while spark.master is %s: every host of the cluster must see "
-                    "that directory (a shared mount): without one a Parquet write fails and a Delta table names "
-                    "files only the executor's host has",
-                    self.table.path,
-                    config.spark_conf.get("spark.master"),
-                )
+                self._require_shared(self.table)
         return self.table
+
+    def _require_shared(self, table: SinkTable) -> None:
+        """Refuse a ``file:`` table on a cluster whose executors do not see the driver's directory: their files would
+        land on their own hosts (a Parquet write would fail; a Delta commit would name files the driver's host has
+        not got)."""
+        master = self.config.spark_conf.get("spark.master")
+        hosts = table.unshared_hosts()
+        if hosts:
+            raise ConnectError(
+                f"{table.path} is on the local file system and spark.master is {master}, but the executors on "
+                f"{', '.join(hosts)} do not see the driver's files in it: put the table on a directory every host of "
+                "the cluster mounts, or on HDFS or an object store (s3a://, abfs://, gs://)"
+            )
+        log.info("%s: the executors of %s see the driver's directory", table, master)
 
     def recover(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         """The last offset in the table of each of ``partitions`` that has one (a crashed write finished or undone)."""

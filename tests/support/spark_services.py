@@ -302,6 +302,14 @@ class S3Server:
         return f"S3Server({endpoint}, {'running' if self.running else 'not running'})"
 
 
+def hiding(directory: str | os.PathLike[str]) -> list[str]:
+    """A command prefix that runs its command in a mount namespace of its own where ``directory`` is an empty tmpfs:
+    the command and its children (a Spark worker's executors) do not see what others write there, like a process on
+    another host with a disk of its own. Needs ``unshare`` and the right to mount (root)."""
+    script = 'mount -t tmpfs headwater-hidden "$0" && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(directory)]
+
+
 def spark_home() -> Path:
     """The installed pyspark package's directory, which holds ``bin/spark-class`` and ``jars/``."""
     import pyspark
@@ -320,10 +328,13 @@ class SparkCluster:
         cores: int = 1,
         memory: str = "1g",
         timeout_s: float = START_TIMEOUT_S,
+        worker_wrapper: Sequence[str] = (),
     ) -> None:
         self.directory = Path(directory)
         self.cores = cores
         self.memory = memory
+        self.worker_wrapper = list(worker_wrapper)
+        """A command the worker's ``spark-class`` runs under (its arguments appended), like :func:`hiding`."""
         self.timeout_s = timeout_s
         self.spark_home = spark_home()
         self.work_dir = self.directory / "worker" / "work"
@@ -356,6 +367,7 @@ class SparkCluster:
             *("--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.webui_port)),
         ]
         worker_command = [
+            *self.worker_wrapper,
             *(spark_class, "org.apache.spark.deploy.worker.Worker", self.master_url),
             *("--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory),
             *("--work-dir", str(self.work_dir), "--webui-port", str(worker_webui_port)),
