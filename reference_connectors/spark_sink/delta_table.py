@@ -82,18 +82,23 @@ class DeltaTable(SinkTable):
         self.seen = self.seen or int(self.snapshot().version()) >= 0
         return self.seen
 
-    def property(self, key: str) -> str | None:
-        """A table property of the latest snapshot (``None`` when it is not set or there is no table)."""
-        found = self.snapshot().metadata().configuration().get(key)
-        return str(found.get()) if found.isDefined() else None
+    def table_coordinator(self) -> str | None:
+        """The commit coordinator the table's latest snapshot names (one read of the log): ``None`` while there is no
+        table, ``""`` when its commits go to the file system."""
+        snapshot = self.snapshot()
+        if int(snapshot.version()) < 0:
+            return None
+        self.seen = True
+        found = snapshot.metadata().configuration().get(COORDINATOR_PROPERTY)
+        return str(found.get()) if found.isDefined() else ""
 
     def prepare(self, schema: pa.Schema | None) -> None:
         """With a coordinator: create the missing table with it and ``schema`` if this writer is the creator, and
         refuse an existing table whose commits do not go to a coordinator. Without one: nothing."""
         if not self.coordinator:
             return
-        if self.exists():
-            found = self.property(COORDINATOR_PROPERTY)
+        found = self.table_coordinator()
+        if found is not None:
             if not found:
                 raise ConnectError(
                     f"{self.path} is a Delta table whose commits go to the file system, not to the "
@@ -120,7 +125,7 @@ class DeltaTable(SinkTable):
         try:
             writer.save(self.path)
         except Exception as error:  # another instance of this task (one that is being stopped) created it first
-            if not (self.exists() and self.property(COORDINATOR_PROPERTY)):
+            if not self.table_coordinator():
                 raise
             log.warning("%s: another writer created the table first: %s", self, str(error).splitlines()[0])
             return

@@ -13,7 +13,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from headwater.reference_connectors.spark_sink import DeltaTable, HadoopFiles, ParquetTable
-from headwater.reference_connectors.spark_sink.delta_table import COORDINATOR_PROPERTY, dynamodb_coordinator
+from headwater.reference_connectors.spark_sink.delta_table import dynamodb_coordinator
 from headwater.sdk import ConnectError, TopicPartition
 from support.lake import Lake
 from support.spark_services import S3Server
@@ -218,7 +218,7 @@ def test_a_coordinated_delta_table_is_created_by_its_creator_alone_and_commits_t
         other.await_creation(timeout_s=0)
     assert not other.exists()
     creator.prepare(schema)
-    assert creator.property(COORDINATOR_PROPERTY) == "dynamodb"
+    assert creator.table_coordinator() == "dynamodb"
     other.await_creation(timeout_s=0)
     creator.write({A: rows(A, range(2))}, {A: 1})
     other.write({B: rows(B, range(3))}, {B: 2})
@@ -236,7 +236,7 @@ def test_a_creator_whose_first_write_finds_no_table_creates_it_with_the_coordina
 ) -> None:
     creator = coordinated(s3_lake, "d", True, s3_bucket)
     creator.write({A: rows(A, range(2))}, {A: 1})
-    assert creator.property(COORDINATOR_PROPERTY) == "dynamodb"
+    assert creator.table_coordinator() == "dynamodb"
     assert creator.recover([A]) == {A: 1}
 
 
