@@ -135,7 +135,7 @@ class SimulatedWorker:
 
     def restart_connector(self, name: str) -> None:
         """Restart a connector and its tasks (each stopped with ``connector_deleted=False``)."""
-        self.herder.restart_connector(name)
+        self.herder.restart(name, include_tasks=True)
 
     def restart_task(self, name: str, task: int = 0) -> None:
         """Restart one task of a connector, as ``POST /connectors/{name}/tasks/{task}/restart``."""

@@ -3,7 +3,7 @@
 Each offset is ``{"partition": {...}, "offset": {...}}``. A source connector's are its source partitions and
 offsets in the worker's offset store. A sink connector's are the committed offsets of its consumer group
 ``connect-<name>``: partition ``{"kafka_topic": t, "kafka_partition": p}``, offset ``{"kafka_offset": n}``; they
-are read and written with a Kafka admin client, so they need the Kafka transport.
+are read and written through the transport's admin client.
 
 Altering is additive: only the listed partitions change, and a ``null`` offset deletes one. The herder allows
 altering and resetting only while the connector is STOPPED.
@@ -14,16 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
-from confluent_kafka import TopicPartition as RdTopicPartition
-from confluent_kafka.admin import AdminClient
-
 from headwater.runtime.errors import BadRequestError
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.transport.base import Transport
-from headwater.runtime.transport.kafka import JAVA_ONLY, KafkaTransport
 from headwater.sdk.errors import ConnectError
-from headwater.sdk.records import validate_offset_map
+from headwater.sdk.records import TopicPartition, validate_offset_map
 
 Offset = dict[str, Any]
 """``{"partition": {...}, "offset": {...} or None}``."""
@@ -39,7 +34,6 @@ RESET = (
     "uses."
 )
 NO_OFFSETS = "Partitions / offsets need to be provided for an alter offsets request"
-TIMEOUT_S = 30.0
 SINK_TOPIC, SINK_PARTITION, SINK_OFFSET = "kafka_topic", "kafka_partition", "kafka_offset"
 
 
@@ -81,23 +75,13 @@ class ConnectorOffsets:
 
     # ---- sink connectors: the consumer group ---------------------------------------------------------------
 
-    def _admin(self) -> AdminClient:
-        if not isinstance(self.transport, KafkaTransport):
-            raise ConnectError("sink connector offsets are kept in Kafka consumer groups: they need a Kafka transport")
-        return AdminClient({k: v for k, v in self.transport.config.items() if k not in JAVA_ONLY})
-
     def _sink_offsets(self, connector: str) -> dict[tuple[str, int], int]:
         group = f"connect-{connector}"
-        request = [ConsumerGroupTopicPartitions(group)]
-        admin = self._admin()  # kept referenced until its future completes
         try:
-            future = admin.list_consumer_group_offsets(request, request_timeout=TIMEOUT_S)[group]
-            found = future.result(timeout=TIMEOUT_S)
-        except KafkaException as error:
-            raise ConnectError(f"cannot read the offsets of consumer group {group}: {error.args[0].str()}") from None
-        except TimeoutError:
-            raise ConnectError(f"timed out reading the offsets of consumer group {group}") from None
-        return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions or [] if tp.offset >= 0}
+            found = self.transport.admin().list_group_offsets(group)
+        except ConnectError as error:
+            raise ConnectError(f"cannot read the offsets of consumer group {group}: {error}") from None
+        return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
 
     def _alter_sink(self, connector: str, changes: list[tuple[str, int, int | None]]) -> None:
         group = f"connect-{connector}"
@@ -112,33 +96,25 @@ class ConnectorOffsets:
                     kept[(topic, partition)] = offset
             self._delete_group(connector)
             changes = [(topic, partition, offset) for (topic, partition), offset in kept.items()]
-        if not changes:
+        offsets = {TopicPartition(t, p): offset for t, p, offset in changes if offset is not None}
+        if not offsets:
             return
-        partitions = [RdTopicPartition(t, p, offset) for t, p, offset in changes if offset is not None]
-        admin = self._admin()
         try:
-            request = [ConsumerGroupTopicPartitions(group, partitions)]
-            admin.alter_consumer_group_offsets(request, request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
-        except KafkaException as error:
-            raise ConnectError(_group_failure(group, "alter", error.args[0])) from None
-        except TimeoutError:
-            raise ConnectError(f"timed out altering the offsets of consumer group {group}") from None
+            self.transport.admin().alter_group_offsets(group, offsets)
+        except ConnectError as error:
+            raise ConnectError(_group_failure(group, "alter", str(error))) from None
 
     def _delete_group(self, connector: str) -> None:
         group = f"connect-{connector}"
-        admin = self._admin()
         try:
-            admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
-        except KafkaException as error:
-            if error.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
-                raise ConnectError(_group_failure(group, "reset", error.args[0])) from None
-        except TimeoutError:
-            raise ConnectError(f"timed out deleting consumer group {group}") from None
+            self.transport.admin().delete_group(group)
+        except ConnectError as error:
+            raise ConnectError(_group_failure(group, "reset", str(error))) from None
 
 
-def _group_failure(group: str, action: str, error: KafkaError) -> str:
+def _group_failure(group: str, action: str, reason: str) -> str:
     return (
-        f"Failed to {action} the offsets of consumer group {group}: {error.str()}. If the group still has members "
+        f"Failed to {action} the offsets of consumer group {group}: {reason}. If the group still has members "
         f"(zombie sink tasks), the request can be safely retried once they have left."
     )
 

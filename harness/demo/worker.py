@@ -13,7 +13,7 @@ from typing import Any
 from headwater.harness.demo.backend import Backend
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import RestServer, create_app
-from headwater.runtime.standalone import kafka_cluster_id
+from headwater.runtime.startup import kafka_cluster_id
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.worker import Worker
 

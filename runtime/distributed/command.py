@@ -17,21 +17,20 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import parse_listener
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG, slots_prefix
-from headwater.runtime.distributed.herder import DistributedHerder
 from headwater.runtime.distributed.restarts import ClusterConfigStore
+from headwater.runtime.herder.distributed import DistributedHerder
 from headwater.runtime.properties import ConfigFile, read_properties
 from headwater.runtime.rest import RestServer, create_app
-from headwater.runtime.standalone import (
-    admin_settings,
+from headwater.runtime.startup import (
     advertised_id,
     check_broker,
     initial_worker_id,
     kafka_cluster_id,
     log_state,
     run_worker_command,
-    shared_client_settings,
     wait_for_broker,
 )
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
@@ -59,7 +58,7 @@ class DistributedWorker:
             raise worker_file.config_error(error) from None
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.group_id = str(self.config["group.id"])
-        clients = shared_client_settings(worker_file.values)
+        clients = client_settings(worker_file.values)
         self.transport = KafkaTransport(self.bootstrap_servers, clients)
         c = self.config
         self.config_store = ClusterConfigStore(

@@ -20,8 +20,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.runtime.active_topics import ActiveTopics
-from headwater.runtime.distributed.restarts import ClusterConfigStore, RestartRequest
+from headwater.runtime.distributed.restarts import ClusterConfigStore
 from headwater.runtime.distributed.slots import EMPTY_PLAN, Slot, SlotPlan
+from headwater.runtime.herder.lifecycle import forget_deleted, generate_task_configs, stop_tasks
+from headwater.runtime.herder.restarts import RestartRequest, build_restart_plan
+from headwater.runtime.storage.configs import TargetState
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
@@ -79,7 +82,7 @@ class Member:
             self.applied.pop(name, None)
             if self.configs.connector_config(name) is None:
                 self.worker.delete_connector(name, self.configs.last_config(name))
-                self._forget(name)
+                forget_deleted(name, self.active_topics, self.statuses)
             else:
                 self.worker.stop_connector(name)
 
@@ -94,7 +97,7 @@ class Member:
         self.stop_tasks([id for id in ids if id.connector in deleted], connector_deleted=True)
         self.stop_tasks([id for id in ids if id.connector not in deleted])
         for name in sorted(deleted):
-            self._forget(name)
+            forget_deleted(name, self.active_topics, self.statuses)
 
     # ---- the configs' changes --------------------------------------------------------------------------------
 
@@ -132,13 +135,7 @@ class Member:
         return [tasks[id] for id in ids if id is not None and id in tasks]
 
     def stop_tasks(self, ids: list[TaskId], connector_deleted: bool = False) -> None:
-        """Stop tasks; unless their connector is deleted, record the topics they used up to their last record."""
-        if not ids:
-            return
-        stopping = [self.worker.tasks[id] for id in ids if id in self.worker.tasks]
-        self.worker.stop_tasks(ids, connector_deleted=connector_deleted)
-        if not connector_deleted:
-            self.active_topics.track(stopping)
+        stop_tasks(self.worker, self.active_topics, ids, connector_deleted)
 
     def stop(self) -> None:
         """Stop whatever still runs (the groups were closed first, which revoked everything they could)."""
@@ -177,15 +174,10 @@ class Member:
 
     def _reconfigure(self, name: str) -> None:
         """Ask the running connector for task configs; commit them when they differ from the committed ones."""
-        connector = self.worker.connectors.get(name)
-        if connector is None or connector.state is State.FAILED or self.configs.target_state(name) == "STOPPED":
+        if self.configs.target_state(name) == TargetState.STOPPED:
             return
-        try:
-            configs = self.worker.connector_task_configs(name)
-        except Exception as error:
-            connector.fail(error)
-            return
-        if configs != self.configs.task_configs(name):
+        configs = generate_task_configs(self.worker, name)
+        if configs is not None and configs != self.configs.task_configs(name):
             try:
                 self.configs.put_task_configs(name, configs)
             except ConnectError as error:
@@ -199,15 +191,6 @@ class Member:
             self.configs.refresh()
         except ConnectError as error:
             log.error("cannot read the config topic to its end; starting from what was read: %s", error)
-
-    def _forget(self, name: str) -> None:
-        """After stopping what ran here of a deleted connector: reset its active topics (no task here can write
-        them back any more) and forget its statuses."""
-        try:
-            self.active_topics.reset(name)
-            self.statuses.delete_connector(name)
-        except ConnectError as error:
-            log.error("connector %s deleted, but its active topics or statuses could not be removed: %s", name, error)
 
     # ---- tasks -----------------------------------------------------------------------------------------------
 
@@ -236,26 +219,25 @@ class Member:
         self.task_slots[slot] = id
 
     def _restart(self, request: RestartRequest) -> None:
+        """Carry out what the request's plan restarts of what runs here (the plan is built from this worker's
+        statuses, as on the worker that answered the request)."""
         name = request.connector
-        if request.task is None and name in self.applied:
-            status = self.statuses.connector(name)
-            if not request.only_failed or (status is not None and status.state == "FAILED"):
-                self.report(name, None, "RESTARTING")
-                self.worker.stop_connector(name)
-                self.applied.pop(name)
-                self._sync_connector(name)
-        for slot, id in list(self.task_slots.items()):
-            if id is None or id.connector != name:
+        running = {id.task: slot for slot, id in self.task_slots.items() if id is not None and id.connector == name}
+        statuses = self.statuses.tasks(name)
+        plan = build_restart_plan(
+            request, self.statuses.connector(name), {task: statuses.get(task) for task in running}
+        )
+        if plan.connector and name in self.applied:
+            self.report(name, None, "RESTARTING")
+            self.worker.stop_connector(name)
+            self.applied.pop(name)
+            self._sync_connector(name)
+        for task in plan.tasks:
+            slot = running.get(task)
+            if slot is None:
                 continue
-            if request.task is None:
-                status = self.statuses.task(name, id.task)
-                failed = status is not None and status.state == "FAILED"
-                if not request.include_tasks or (request.only_failed and not failed):
-                    continue
-            elif request.task != id.task:
-                continue
-            self.report(name, id.task, "RESTARTING")
-            self.stop_tasks([id])
+            self.report(name, task, "RESTARTING")
+            self.stop_tasks([TaskId(name, task)])
             self.task_slots[slot] = None
             self._start_tasks([slot])
 

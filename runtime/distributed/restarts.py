@@ -11,21 +11,12 @@ from __future__ import annotations
 
 import collections
 import copy
-from typing import Any, NamedTuple
+from typing import Any
 
+from headwater.runtime.herder.restarts import RestartRequest
 from headwater.runtime.storage.configs import Record
 from headwater.runtime.storage.kafka_configs import KafkaConfigStore
 from headwater.runtime.storage.wire import json_bytes, strict_loads
-
-
-class RestartRequest(NamedTuple):
-    """Restart the connector (``task`` None; its tasks too with ``include_tasks``; only failed instances with
-    ``only_failed``), or one task."""
-
-    connector: str
-    task: int | None = None
-    include_tasks: bool = False
-    only_failed: bool = False
 
 
 def restart_record(request: RestartRequest) -> Record:

@@ -10,10 +10,10 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 
+from headwater.runtime.herder.base import Herder
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.connectors import connectors_router
 from headwater.runtime.rest.errors import install_error_handlers, responses
-from headwater.runtime.rest.herder import Herder
 from headwater.runtime.rest.plugins import plugins_router
 
 

@@ -11,9 +11,9 @@ from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, Response
 
 from headwater.runtime.errors import BadRequestError, NotFoundError
+from headwater.runtime.herder.base import Herder
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import RestError, responses
-from headwater.runtime.rest.herder import Herder
 from headwater.runtime.rest.views import connector_info, connector_status, string_config, task_infos, task_status
 from headwater.runtime.tasks.base import TaskId
 
@@ -90,11 +90,8 @@ def connectors_router(herder: Herder, tracking: bool, allow_reset: bool) -> APIR
     @router.patch("/{connector}/config", responses=responses(schemas.ConnectorInfo, 200, 400, 404))
     def patch_config(connector: str, patch: Annotated[schemas.ConfigMap, Body()]) -> Response:
         """Change some keys of the connector's config; a ``null`` value removes its key."""
-        changes = _named(connector, string_config(patch))
-        with herder.lock:
-            config = {**herder.connector_config(connector), **changes}
-            herder.put_connector_config(connector, {k: v for k, v in config.items() if v is not None})
-            return JSONResponse(connector_info(herder, connector))
+        herder.patch_connector_config(connector, _named(connector, string_config(patch)))
+        return JSONResponse(connector_info(herder, connector))
 
     @router.get("/{connector}/status", responses=responses(schemas.ConnectorStateInfo, 200, 404))
     def get_status(connector: str) -> Response:
@@ -125,11 +122,10 @@ def connectors_router(herder: Herder, tracking: bool, allow_reset: bool) -> APIR
     ) -> Response:
         """Both flags false: restart the connector instance only (204). Otherwise 202 with the status, in which
         whatever is restarted shows RESTARTING."""
-        with herder.lock:
-            plan = herder.restart(connector, include_tasks, only_failed)
-            if not include_tasks and not only_failed:
-                return Response(status_code=204)
-            return JSONResponse(connector_status(herder, connector, plan), status_code=202)
+        plan = herder.restart(connector, include_tasks, only_failed)
+        if not include_tasks and not only_failed:
+            return Response(status_code=204)
+        return JSONResponse(connector_status(herder, connector, plan), status_code=202)
 
     @router.put("/{connector}/pause", status_code=202, responses=responses(None, 202, 404))
     def pause(connector: str) -> Response:

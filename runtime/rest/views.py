@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.errors import BadRequestError, NotFoundError
-from headwater.runtime.herder import RestartPlan
-from headwater.runtime.rest.herder import Herder
+from headwater.runtime.errors import BadRequestError
+from headwater.runtime.herder.base import Herder
+from headwater.runtime.herder.restarts import RestartPlan
 from headwater.runtime.storage.status import Status
+from headwater.runtime.tasks.base import TaskId
 from headwater.runtime.validation import config_string
 
 
@@ -29,15 +30,12 @@ def string_config(config: Mapping[str, Any]) -> dict[str, str | None]:
 
 def connector_info(herder: Herder, name: str) -> dict[str, Any]:
     """``{"name", "config", "tasks": [{"connector", "task"}], "type"}``; raises NotFoundError."""
-    with herder.lock:
-        config = herder.connector_config(name)
-        tasks = herder.tasks(name)
-        kind = herder.connector_type(name)
+    info = herder.connector_info(name)
     return {
         "name": name,
-        "config": {key: config_string(value) for key, value in config.items() if value is not None},
-        "tasks": [{"connector": name, "task": task} for task in range(len(tasks))],
-        "type": kind,
+        "config": {key: config_string(value) for key, value in info.config.items() if value is not None},
+        "tasks": [{"connector": name, "task": task} for task in range(len(info.tasks))],
+        "type": info.type,
     }
 
 
@@ -51,28 +49,19 @@ def task_infos(herder: Herder, name: str) -> list[dict[str, Any]]:
 def connector_status(herder: Herder, name: str, restarting: RestartPlan | None = None) -> dict[str, Any]:
     """``{"name", "connector": {state, worker_id, trace?}, "tasks": [{id, state, worker_id, trace?}], "type"}``;
     the instances a restart plan names show RESTARTING. Raises NotFoundError when there is no status."""
-    with herder.lock:
-        status = herder.status_store.connector(name)
-        if status is None or name not in herder.connectors():
-            raise NotFoundError(f"No status found for connector {name}")
-        tasks = herder.task_statuses(name)
-        kind = herder.connector_type(name)
+    status = herder.connector_status(name)
     restarted = restarting.tasks if restarting else []
     return {
         "name": name,
-        "connector": state_info(status, restarting is not None and restarting.connector),
-        "tasks": [{"id": task, **state_info(found, task in restarted)} for task, found in tasks.items()],
-        "type": kind,
+        "connector": state_info(status.connector, restarting is not None and restarting.connector),
+        "tasks": [{"id": task, **state_info(found, task in restarted)} for task, found in status.tasks.items()],
+        "type": status.type,
     }
 
 
 def task_status(herder: Herder, name: str, task: int) -> dict[str, Any]:
     """``{"id", "state", "worker_id", "trace"?}``; raises NotFoundError."""
-    with herder.lock:
-        found = herder.task_statuses(name).get(task) if name in herder.connectors() else None
-    if found is None:
-        raise NotFoundError(f"No status found for task {name}-{task}")
-    return {"id": task, **state_info(found)}
+    return {"id": task, **state_info(herder.task_status(TaskId(name, task)))}
 
 
 def state_info(status: Status, restarting: bool = False) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import enum
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
@@ -32,8 +33,23 @@ from typing import Any, Protocol
 from headwater.runtime.storage.wire import json_bytes, strict_loads
 from headwater.sdk.errors import ConnectError
 
-TARGET_STATES = ("STARTED", "PAUSED", "STOPPED")
-"""Where a connector is told to be: running, paused with its tasks, or stopped without tasks (KIP-875)."""
+
+class TargetState(enum.StrEnum):
+    """Where a connector is told to be (Kafka Connect's ``TargetState``): running, paused with its tasks, or
+    stopped without tasks (KIP-875). The config topic records the name."""
+
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+    @classmethod
+    def initial(cls, initial_state: str) -> TargetState:
+        """The target state of a create request's ``initial_state``: RUNNING, PAUSED or STOPPED (KIP-980)."""
+        return cls.STARTED if initial_state == "RUNNING" else cls(initial_state)
+
+
+TARGET_STATES = tuple(state.value for state in TargetState)
+"""The target states' names."""
 
 Record = tuple[bytes, bytes | None]
 """A config-topic record: UTF-8 key, JSON value or ``None`` (a tombstone)."""

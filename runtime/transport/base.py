@@ -182,6 +182,22 @@ class Admin(Protocol):
 
     def delete_topics(self, names: Sequence[str]) -> None: ...
 
+    def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """The offsets committed by the consumer group ``group_id`` (none for a group that does not exist). Raises
+        :class:`ConnectError` naming the group when the cluster does not answer."""
+        ...
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` for the group; raises :class:`ConnectError` with the cluster's reason when it refuses,
+        as Kafka does while the group has members."""
+        ...
+
+    def delete_group(self, group_id: str) -> None:
+        """Delete the group and its committed offsets; a group that does not exist is already deleted. Raises
+        :class:`ConnectError` with the cluster's reason when it refuses, as Kafka does while the group has
+        members."""
+        ...
+
 
 class Transport(Protocol):
     """Makes clients for one cluster."""

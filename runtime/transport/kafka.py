@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import Producer as RdProducer
 from confluent_kafka import TopicPartition as RdTopicPartition
@@ -66,6 +66,9 @@ not retriable to librdkafka, yet its group consumer picks the topic up once it i
 
 FULL_QUEUE_WAIT_S = 0.1
 """How long ``produce`` serves delivery reports, waiting for space, when the producer's queue is full."""
+
+_ADMIN_TIMEOUT_S = 30.0
+"""How long an admin request about consumer groups may take."""
 
 PRODUCER_DEFAULTS = {"enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 5}
 CONSUMER_DEFAULTS = {
@@ -527,6 +530,41 @@ class KafkaAdmin:
     def list_topics(self) -> dict[str, int]:
         metadata = self._admin.list_topics(timeout=30)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+    def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        request = [ConsumerGroupTopicPartitions(group_id)]
+        try:
+            future = self._admin.list_consumer_group_offsets(request, request_timeout=_ADMIN_TIMEOUT_S)[group_id]
+            found = future.result(timeout=_ADMIN_TIMEOUT_S)
+        except KafkaException as error:
+            raise ConnectError(error.args[0].str()) from None
+        except TimeoutError:
+            raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
+        return {
+            TopicPartition(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions or [] if tp.offset >= 0
+        }
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        partitions = [RdTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        request = [ConsumerGroupTopicPartitions(group_id, partitions)]
+        try:
+            future = self._admin.alter_consumer_group_offsets(request, request_timeout=_ADMIN_TIMEOUT_S)[group_id]
+            future.result(_ADMIN_TIMEOUT_S)
+        except KafkaException as error:
+            raise ConnectError(error.args[0].str()) from None
+        except TimeoutError:
+            raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
+
+    def delete_group(self, group_id: str) -> None:
+        try:
+            self._admin.delete_consumer_groups([group_id], request_timeout=_ADMIN_TIMEOUT_S)[group_id].result(
+                _ADMIN_TIMEOUT_S
+            )
+        except KafkaException as error:
+            if error.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
+                raise ConnectError(error.args[0].str()) from None
+        except TimeoutError:
+            raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
 
     def delete_topics(self, names: Sequence[str]) -> None:
         if not names:

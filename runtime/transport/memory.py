@@ -19,7 +19,7 @@ from headwater.runtime.transport.base import (
 )
 from headwater.runtime.transport.memory_group import ConsumerGroup, MemoryConsumer
 from headwater.runtime.transport.memory_producer import MemoryProducer, ProducerFaults, key_partition, murmur2
-from headwater.runtime.transport.refusals import BROKER_MAX_MESSAGE_BYTES, compacted
+from headwater.runtime.transport.refusals import BROKER_MAX_MESSAGE_BYTES, NON_EMPTY_GROUP, compacted
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
 
@@ -226,6 +226,19 @@ class MemoryBroker:
         with self.lock:
             return self.consumer_group(group_id).commit_count
 
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` for the group, as an admin client does (Kafka accepts it with members too)."""
+        with self.lock:
+            self.consumer_group(group_id).committed.update(offsets)
+
+    def delete_group(self, group_id: str) -> None:
+        """Forget a group and its committed offsets; refused, as Kafka refuses it, while the group has members."""
+        with self.lock:
+            group = self._groups.get(group_id)
+            if group is not None and group.members:
+                raise ConnectError(NON_EMPTY_GROUP)
+            self._groups.pop(group_id, None)
+
     def fail_next_commits(self, group_id: str, n: int, error: Exception | None = None) -> None:
         """The next ``n`` commits of ``group_id`` fail with ``error`` (a :class:`ConnectError` when ``None``)."""
         with self.lock:
@@ -251,6 +264,15 @@ class MemoryAdmin:
 
     def list_topics(self) -> dict[str, int]:
         return self.broker.topics()
+
+    def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        return self.broker.committed(group_id)
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        self.broker.alter_group_offsets(group_id, offsets)
+
+    def delete_group(self, group_id: str) -> None:
+        self.broker.delete_group(group_id)
 
     def delete_topics(self, names: Sequence[str]) -> None:
         """Delete the named topics; raises :class:`ConnectError`, deleting none, if one does not exist."""

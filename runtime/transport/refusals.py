@@ -43,6 +43,8 @@ TOO_LARGE_FOR_BROKER = "MSG_SIZE_TOO_LARGE: Broker: Message size too large"
 TOO_LARGE_FOR_PRODUCER = "MSG_SIZE_TOO_LARGE: Unable to produce message: Broker: Message size too large"
 UNKNOWN_TOPIC = "UNKNOWN_TOPIC_OR_PART: Broker: Unknown topic or partition"
 KNOWN_MISSING_TOPIC = "_UNKNOWN_TOPIC: Unable to produce message: Local: Unknown topic"
+NON_EMPTY_GROUP = "Broker: The group is not empty"
+"""Kafka's answer to deleting a consumer group that has members (it accepts an admin offset commit to one)."""
 """What librdkafka raises at ``produce`` once a record to the topic has failed with :data:`UNKNOWN_TOPIC`."""
 
 

@@ -25,8 +25,9 @@ from headwater.harness.cluster import docker_answers
 from headwater.harness.container import ContainerWorker, _exit_code, container_worker_skip_reason
 from headwater.harness.process import WorkerProcess
 from headwater.runtime.properties import PropertiesError
-from headwater.runtime.standalone import GC_THRESHOLDS, STANDALONE_CONFIG, StandaloneWorker, wait_for_broker
+from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker
 from headwater.runtime.standalone import main as standalone_main
+from headwater.runtime.startup import GC_THRESHOLDS, wait_for_broker
 from headwater.runtime.storage.offsets import FileOffsetStore
 
 PARTITION = {"task": 0}
@@ -76,7 +77,7 @@ class RecordingStop(threading.Event):
 def test_waiting_for_the_broker_doubles_the_backoff_up_to_the_cap(caplog: pytest.LogCaptureFixture) -> None:
     answers = iter(["refused"] * 6 + [None])
     stop = RecordingStop()
-    with caplog.at_level(logging.INFO, "headwater.runtime.standalone"):
+    with caplog.at_level(logging.INFO, "headwater.runtime.startup"):
         assert wait_for_broker(lambda: next(answers), "h:1 (bootstrap.servers in w.properties)", 100, 500, stop)
     assert stop.waits == [0.1, 0.2, 0.4, 0.5, 0.5, 0.5]
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]

@@ -17,7 +17,8 @@ from headwater.harness import (
     SimulatedWorker,
 )
 from headwater.runtime.clock import VirtualClock
-from headwater.runtime.herder import NotFoundError, StandaloneHerder
+from headwater.runtime.errors import NotFoundError
+from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.tasks.base import State
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport

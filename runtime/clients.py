@@ -1,0 +1,30 @@
+"""The settings a worker gives its Kafka clients, from the worker's config: one rule for both modes.
+
+Every client of the worker (its stores and groups, its tasks' producers and consumers, its admin clients) gets the
+worker's top-level ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys; a client of one kind then gets the keys
+prefixed with its kind (``producer.``, ``consumer.``, ``admin.``), prefix removed, which win. A connector's
+``producer.override.*`` and ``consumer.override.*`` keys (KIP-458) win over both, for its tasks' clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SHARED_CLIENT_PREFIXES = ("security.protocol", "ssl.", "sasl.")
+"""Top-level worker keys every Kafka client of the worker gets."""
+
+
+def client_settings(values: Mapping[str, Any], client: str | None = None) -> dict[str, Any]:
+    """The settings of a worker's ``client`` (``producer``, ``consumer``, ``admin``; ``None``: the keys every
+    client shares) from the worker's config ``values``."""
+    found = {k: v for k, v in values.items() if k.startswith(SHARED_CLIENT_PREFIXES)}
+    if client is not None:
+        prefix = f"{client}."
+        found.update({k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)})
+    return found
+
+
+def admin_settings(values: Mapping[str, Any], bootstrap_servers: str) -> dict[str, Any]:
+    """Settings of a worker's admin client (the broker check, the cluster id)."""
+    return {**client_settings(values, "admin"), "bootstrap.servers": bootstrap_servers}
