@@ -58,32 +58,27 @@ class DistributedWorker:
             raise worker_file.config_error(error) from None
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.group_id = str(self.config["group.id"])
-        clients = client_settings(worker_file.values)
-        self.transport = KafkaTransport(self.bootstrap_servers, clients)
+        self.transport = KafkaTransport(self.bootstrap_servers, client_settings(worker_file.values))
         c = self.config
         self.config_store = ClusterConfigStore(
-            self.bootstrap_servers, c["config.storage.topic"], c["config.storage.replication.factor"], clients
+            self.transport, c["config.storage.topic"], c["config.storage.replication.factor"]
         )
         self.offset_store = KafkaOffsetStore(
-            self.bootstrap_servers,
+            self.transport,
             c["offset.storage.topic"],
             c["offset.storage.partitions"],
             c["offset.storage.replication.factor"],
-            clients,
         )
         self.status_store = KafkaStatusStore(
-            self.bootstrap_servers,
+            self.transport,
             c["status.storage.topic"],
             c["status.storage.partitions"],
             c["status.storage.replication.factor"],
-            clients,
         )
         self.worker = Worker(
             worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
         )
         group_config = {
-            **clients,
-            "bootstrap.servers": self.bootstrap_servers,
             "session.timeout.ms": c["session.timeout.ms"],
             "heartbeat.interval.ms": c["group.heartbeat.interval.ms"],
             "max.poll.interval.ms": c["rebalance.timeout.ms"],

@@ -31,9 +31,9 @@ log = logging.getLogger(__name__)
 
 
 class DistributedHerder(Herder):
-    """The herder of one worker of the cluster ``group_id``. ``group_config`` holds the librdkafka settings of the
-    group consumers (``bootstrap.servers``, security, session timeout, heartbeat interval); slot topics are named
-    with ``prefix`` and created with ``slot_replication``. The stores must be started before :meth:`tick`."""
+    """The herder of one worker of the cluster ``group_id``, on the worker's transport. ``group_config`` holds the
+    client settings of its group memberships (session timeout, heartbeat interval); slot topics are named with
+    ``prefix`` and created with ``slot_replication``. The stores must be started before :meth:`tick`."""
 
     def __init__(
         self,
@@ -53,6 +53,7 @@ class DistributedHerder(Herder):
         self.prefix = prefix
         self.member = Member(worker, config_store, status_store, offset_store, self.active_topics, self._report)
         self.connector_group = SlotGroup(
+            worker.transport,
             f"{group_id}-connectors",
             group_config,
             self.member.connectors_assigned,
@@ -60,7 +61,7 @@ class DistributedHerder(Herder):
             slot_replication,
         )
         self.task_group = SlotGroup(
-            group_id, group_config, self.member.tasks_assigned, self._tasks_revoked, slot_replication
+            worker.transport, group_id, group_config, self.member.tasks_assigned, self._tasks_revoked, slot_replication
         )
         self._version = -1
         self._listed: dict[str, set[str]] = {}

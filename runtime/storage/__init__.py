@@ -1,8 +1,7 @@
 """Stores of the worker's state: source offsets, connector configs and statuses, each in memory and in Kafka."""
 
-from headwater.runtime.storage.configs import TARGET_STATES, ConfigStore, ConfigView, MemoryConfigStore
+from headwater.runtime.storage.configs import TARGET_STATES, ConfigStore, ConfigView, MemoryConfigStore, TargetState
 from headwater.runtime.storage.kafka_configs import KafkaConfigStore
-from headwater.runtime.storage.kafka_log import KafkaBasedLog
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.storage.offsets import (
@@ -22,7 +21,6 @@ __all__ = [
     "ConfigStore",
     "ConfigView",
     "FileOffsetStore",
-    "KafkaBasedLog",
     "KafkaConfigStore",
     "KafkaOffsetStore",
     "KafkaStatusStore",
@@ -34,6 +32,7 @@ __all__ = [
     "Status",
     "StatusStore",
     "StatusView",
+    "TargetState",
     "TopicStatus",
     "offset_key",
     "offset_value",

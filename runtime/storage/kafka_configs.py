@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from headwater.runtime.storage.configs import _RecordConfigStore
-from headwater.runtime.storage.kafka_log import KafkaBasedLog, LogBackedStore
+from headwater.runtime.storage.log_backed import Cluster, LogBackedStore, topic_log
 
 
 class KafkaConfigStore(LogBackedStore, _RecordConfigStore):
@@ -23,7 +23,7 @@ class KafkaConfigStore(LogBackedStore, _RecordConfigStore):
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        cluster: Cluster,
         topic: str,
         replication_factor: int = 1,
         client_config: Mapping[str, Any] | None = None,
@@ -31,17 +31,17 @@ class KafkaConfigStore(LogBackedStore, _RecordConfigStore):
         timeout_ms: int = 30_000,
     ) -> None:
         super().__init__()
-        self.log = KafkaBasedLog(
-            bootstrap_servers,
+        self.log = topic_log(
+            cluster,
+            client_config,
             topic,
             self._apply,
             partitions=1,
             replication_factor=replication_factor,
             exact_partitions=True,
-            client_config=client_config,
             timeout_ms=timeout_ms,
         )
 
     def __repr__(self) -> str:
         with self._lock:
-            return f"KafkaConfigStore({self.log.topic!r} at {self.log.bootstrap_servers}, {self._view.describe()})"
+            return f"KafkaConfigStore({self.log.topic!r} at {self.log.where}, {self._view.describe()})"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.runtime.storage.kafka_log import KafkaBasedLog
+from headwater.runtime.storage.log_backed import Cluster, topic_log
 from headwater.runtime.storage.offsets import (
     LocalOffsetStore,
     PartitionOffset,
@@ -42,7 +42,7 @@ class KafkaOffsetStore(LocalOffsetStore):
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        cluster: Cluster,
         topic: str,
         partitions: int = 25,
         replication_factor: int = 1,
@@ -51,13 +51,13 @@ class KafkaOffsetStore(LocalOffsetStore):
         timeout_ms: int = 30_000,
     ) -> None:
         super().__init__()
-        self.log = KafkaBasedLog(
-            bootstrap_servers,
+        self.log = topic_log(
+            cluster,
+            client_config,
             topic,
             self._apply,
             partitions=partitions,
             replication_factor=replication_factor,
-            client_config=client_config,
             timeout_ms=timeout_ms,
         )
 
@@ -129,4 +129,4 @@ class KafkaOffsetStore(LocalOffsetStore):
                 del self._stored[connector]
 
     def __repr__(self) -> str:
-        return f"KafkaOffsetStore({self.log.topic!r} at {self.log.bootstrap_servers}, {{{self._content()}}})"
+        return f"KafkaOffsetStore({self.log.topic!r} at {self.log.where}, {{{self._content()}}})"

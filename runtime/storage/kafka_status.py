@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.storage.kafka_log import KafkaBasedLog, LogBackedStore
+from headwater.runtime.storage.log_backed import Cluster, LogBackedStore, topic_log
 from headwater.runtime.storage.status import _RecordStatusStore
 
 
@@ -23,7 +23,7 @@ class KafkaStatusStore(LogBackedStore, _RecordStatusStore):
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        cluster: Cluster,
         topic: str,
         partitions: int = 5,
         replication_factor: int = 1,
@@ -32,16 +32,16 @@ class KafkaStatusStore(LogBackedStore, _RecordStatusStore):
         timeout_ms: int = 30_000,
     ) -> None:
         super().__init__()
-        self.log = KafkaBasedLog(
-            bootstrap_servers,
+        self.log = topic_log(
+            cluster,
+            client_config,
             topic,
             self._apply,
             partitions=partitions,
             replication_factor=replication_factor,
-            client_config=client_config,
             timeout_ms=timeout_ms,
         )
 
     def __repr__(self) -> str:
         with self._lock:
-            return f"KafkaStatusStore({self.log.topic!r} at {self.log.bootstrap_servers}, {self._view.describe()})"
+            return f"KafkaStatusStore({self.log.topic!r} at {self.log.where}, {self._view.describe()})"

@@ -7,7 +7,7 @@ blocks on the clock in the memory implementation; the loops compute their own de
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -180,7 +180,10 @@ class Admin(Protocol):
         """Topic name -> partition count."""
         ...
 
-    def delete_topics(self, names: Sequence[str]) -> None: ...
+    def delete_topics(self, names: Sequence[str], wait: bool = True) -> None:
+        """Delete the named topics; raises :class:`ConnectError` when the cluster refuses. With ``wait`` false,
+        ask and return at once: the outcome is only logged."""
+        ...
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """The offsets committed by the consumer group ``group_id`` (none for a group that does not exist). Raises
@@ -199,6 +202,102 @@ class Admin(Protocol):
         ...
 
 
+LogApply = Callable[[bytes | None, bytes | None], None]
+"""Called with the key and value of each record a :class:`TopicLog` reads, in the order of its partition; a ``None``
+value is a tombstone."""
+
+
+class Delivery:
+    """The outcome of one :meth:`TopicLog.send`, known once :meth:`TopicLog.wait` returns or raises."""
+
+    def __init__(self, key: bytes | None) -> None:
+        self.key = key
+        self.done = False
+        self.error: str | None = None
+        self.partition: int | None = None
+        self.offset: int | None = None
+
+    def settle(self, error: str | None, partition: int | None = None, offset: int | None = None) -> None:
+        """The broker stored the record at ``partition`` and ``offset``, or refused it for ``error``."""
+        self.error, self.partition, self.offset = error, partition, offset
+        self.done = True
+
+    def __repr__(self) -> str:
+        outcome = "pending" if not self.done else self.error or f"partition {self.partition} offset {self.offset}"
+        return f"Delivery({record_key(self.key)}: {outcome})"
+
+
+class TopicLog(Protocol):
+    """A compacted topic used as a log of keyed records (Kafka Connect's ``KafkaBasedLog``): the stores' view of
+    the worker's state is a fold of it. Safe to use from several threads; ``apply`` runs on the reading thread and
+    must not call back into the log. Every call that talks to the cluster is bounded by a timeout (the log's by
+    default) and raises :class:`ConnectError` naming the topic."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def where(self) -> str:
+        """The cluster, for messages and reprs (its bootstrap servers)."""
+        ...
+
+    def start(self) -> None:
+        """Create the topic if it is missing (compacted), then hand every record from the beginning to ``apply``."""
+        ...
+
+    def stop(self) -> None:
+        """Wait (a bounded time) for records still being sent, then close the clients. Idempotent."""
+        ...
+
+    def send(self, key: bytes | None, value: bytes | None) -> Delivery:
+        """Start writing one record (``value`` ``None``: a tombstone); :meth:`wait` tells how it went."""
+        ...
+
+    def wait(self, deliveries: Iterable[Delivery], timeout_ms: int | None = None) -> None:
+        """Return once every record was acknowledged; raise when one failed or the timeout passed first."""
+        ...
+
+    def send_all(self, records: Iterable[tuple[bytes | None, bytes | None]], timeout_ms: int | None = None) -> None:
+        """:meth:`send` each (key, value), then :meth:`wait` for all of them."""
+        ...
+
+    def read_to_end(self, timeout_ms: int | None = None) -> None:
+        """Hand ``apply`` every record up to the end the topic has now."""
+        ...
+
+    def read_available(self, timeout_ms: int = 0) -> int:
+        """Hand ``apply`` what has arrived, waiting up to ``timeout_ms`` for something, without asking where the
+        topic ends (how a worker follows a log other workers write); return how many records it handed over."""
+        ...
+
+
+class GroupMember(Protocol):
+    """Membership of a consumer group that never fetches: the group coordinator hands out the partitions of the
+    subscribed topics with cooperative, sticky assignment (a partition is taken from its owner, which must give it
+    up, before another member gets it), and the member only reports its decisions to its
+    :class:`RebalanceListener`, from inside :meth:`poll` and :meth:`close`. A member that stops polling for the
+    group's session timeout loses its partitions to the others (``on_partitions_lost`` once it polls again).
+    Not thread-safe: one thread subscribes, polls and closes."""
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        """Own partitions of ``topics`` from now on (an empty list leaves them all at the next :meth:`poll`)."""
+        ...
+
+    def poll(self, timeout_ms: int) -> None:
+        """Serve the group, running the listener for what it decided, waiting up to ``timeout_ms``. Raises
+        :class:`MissingTopicError` when a subscribed topic does not exist (its partitions cannot be handed out)
+        and :class:`ConnectError` when membership failed for good."""
+        ...
+
+    def close(self) -> None:
+        """Give up every partition (``on_partitions_revoked`` first) and leave the group. Idempotent."""
+        ...
+
+
+class MissingTopicError(RetriableError):
+    """A topic a :class:`GroupMember` subscribes to does not exist (deleted while still wanted, say)."""
+
+
 class Transport(Protocol):
     """Makes clients for one cluster."""
 
@@ -207,3 +306,30 @@ class Transport(Protocol):
     def consumer(self, group_id: str | None, config: Mapping[str, Any]) -> Consumer: ...
 
     def admin(self) -> Admin: ...
+
+    def topic_log(
+        self,
+        topic: str,
+        apply: LogApply,
+        *,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        exact_partitions: bool = False,
+        topic_config: Mapping[str, str] | None = None,
+        timeout_ms: int = 30_000,
+    ) -> TopicLog:
+        """A log of ``topic``, not started: ``partitions`` and ``replication_factor`` are used when it has to be
+        created (always with ``cleanup.policy=compact`` and ``topic_config``); with ``exact_partitions`` an
+        existing topic with another partition count is refused; ``timeout_ms`` bounds its calls."""
+        ...
+
+    def group_member(self, group_id: str, config: Mapping[str, Any], listener: RebalanceListener) -> GroupMember:
+        """A member of ``group_id``; ``config`` holds the client settings of its membership (``session.timeout.ms``,
+        ``heartbeat.interval.ms``, ``max.poll.interval.ms``)."""
+        ...
+
+
+def record_key(key: bytes | None) -> str:
+    """A record key for messages: the text of a UTF-8 key, cut short."""
+    text = "null" if key is None else key.decode("utf-8", "replace")
+    return repr(text if len(text) <= 120 else text[:117] + "...")

@@ -8,6 +8,7 @@ become the offsets they are assigned at (librdkafka cannot seek a partition it i
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import deque
@@ -25,6 +26,7 @@ from headwater.runtime.transport.base import (
     Acknowledgement,
     CommitCallback,
     DeliveryCallback,
+    LogApply,
     Message,
     NewTopic,
     QueueFullError,
@@ -32,6 +34,8 @@ from headwater.runtime.transport.base import (
     RebalanceListener,
     RecordMetadata,
 )
+from headwater.runtime.transport.kafka_log import KafkaBasedLog
+from headwater.runtime.transport.kafka_membership import KafkaGroupMember
 from headwater.runtime.transport.kafka_records import KafkaRecords
 from headwater.runtime.transport.refusals import (
     PRODUCER_MAX_MESSAGE_BYTES,
@@ -137,6 +141,14 @@ class KafkaTransport:
 
     def admin(self) -> KafkaAdmin:
         return KafkaAdmin({k: v for k, v in self.config.items() if k not in JAVA_ONLY})
+
+    def topic_log(self, topic: str, apply: LogApply, **options: Any) -> KafkaBasedLog:
+        """See :meth:`Transport.topic_log`."""
+        client_config = {k: v for k, v in self.config.items() if k not in JAVA_ONLY and k != "bootstrap.servers"}
+        return KafkaBasedLog(self.config["bootstrap.servers"], topic, apply, client_config=client_config, **options)
+
+    def group_member(self, group_id: str, config: Mapping[str, Any], listener: RebalanceListener) -> KafkaGroupMember:
+        return KafkaGroupMember(group_id, self._merged({}, config), listener)
 
 
 def _reporting(on_delivery: DeliveryCallback) -> Acknowledgement:
@@ -566,13 +578,26 @@ class KafkaAdmin:
         except TimeoutError:
             raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
 
-    def delete_topics(self, names: Sequence[str]) -> None:
+    def delete_topics(self, names: Sequence[str], wait: bool = True) -> None:
         if not names:
             return
-        for name, future in self._admin.delete_topics(list(names), operation_timeout=30).items():
+        futures = self._admin.delete_topics(list(names), operation_timeout=30)
+        if not wait:
+            for name, future in futures.items():
+                future.add_done_callback(functools.partial(_log_deletion, name))
+            return
+        for name, future in futures.items():
             try:
                 future.result(timeout=60)
             except KafkaException as error:
                 raise ConnectError(f"cannot delete topic {name}: {error.args[0].str()}") from None
             except TimeoutError:
                 raise RetriableError(f"cannot delete topic {name}: no answer from the cluster in 60 s") from None
+
+
+def _log_deletion(topic: str, future: Any) -> None:
+    error = future.exception()
+    if error is not None:
+        log.info("topic %s was not deleted: %s", topic, error)
+    else:
+        log.info("deleted topic %s", topic)

@@ -8,16 +8,21 @@ now. One re-entrant lock on the broker guards all state, so clients may be used 
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from headwater.runtime.transport.base import (
+    LogApply,
     Message,
     NewTopic,
+    RebalanceListener,
 )
 from headwater.runtime.transport.memory_group import ConsumerGroup, MemoryConsumer
+from headwater.runtime.transport.memory_log import MemoryLog
+from headwater.runtime.transport.memory_membership import MemoryGroupMember
 from headwater.runtime.transport.memory_producer import MemoryProducer, ProducerFaults, key_partition, murmur2
 from headwater.runtime.transport.refusals import BROKER_MAX_MESSAGE_BYTES, NON_EMPTY_GROUP, compacted
 from headwater.sdk.errors import ConnectError
@@ -33,6 +38,8 @@ __all__ = [
     "key_partition",
     "murmur2",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class MemoryBroker:
@@ -274,14 +281,18 @@ class MemoryAdmin:
     def delete_group(self, group_id: str) -> None:
         self.broker.delete_group(group_id)
 
-    def delete_topics(self, names: Sequence[str]) -> None:
-        """Delete the named topics; raises :class:`ConnectError`, deleting none, if one does not exist."""
+    def delete_topics(self, names: Sequence[str], wait: bool = True) -> None:
+        """Delete the named topics; raises :class:`ConnectError`, deleting none, if one does not exist (with
+        ``wait`` false: deletes those that exist, logging the others)."""
         with self.broker.lock:
             missing = [name for name in names if name not in self.broker.topics()]
-            if missing:
+            if missing and wait:
                 raise ConnectError(f"Unknown topics {missing}")
+            if missing:
+                log.info("topics %s were not deleted: they do not exist", missing)
             for name in names:
-                self.broker.delete_topic(name)
+                if name not in missing:
+                    self.broker.delete_topic(name)
 
 
 class MemoryTransport:
@@ -300,3 +311,11 @@ class MemoryTransport:
 
     def admin(self) -> MemoryAdmin:
         return MemoryAdmin(self.broker)
+
+    def topic_log(self, topic: str, apply: LogApply, **options: Any) -> MemoryLog:
+        """See :meth:`Transport.topic_log`."""
+        return MemoryLog(self.broker, topic, apply, **options)
+
+    def group_member(self, group_id: str, config: Mapping[str, Any], listener: RebalanceListener) -> MemoryGroupMember:
+        """See :meth:`Transport.group_member`; ``config`` is not used (the in-memory group has no clock)."""
+        return MemoryGroupMember(self.broker, group_id, listener)

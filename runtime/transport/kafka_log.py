@@ -1,4 +1,5 @@
-"""A compacted Kafka topic used as a log of keyed records, like Kafka Connect's ``KafkaBasedLog``.
+"""The Kafka transport's :class:`~headwater.runtime.transport.base.TopicLog`: a compacted Kafka topic used as a log
+of keyed records, like Kafka Connect's ``KafkaBasedLog``.
 
 The Kafka stores (offsets, configs, statuses) keep their view of the worker's state as a fold of such a topic:
 :meth:`KafkaBasedLog.start` creates the topic when missing and hands every record from the beginning to a callback,
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from confluent_kafka import (
@@ -32,13 +33,10 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.cimpl import NewTopic
 
+from headwater.runtime.transport.base import Delivery, LogApply, record_key
 from headwater.sdk.errors import ConnectError
 
 log = logging.getLogger(__name__)
-
-Apply = Callable[[bytes | None, bytes | None], None]
-"""Called with the key and value of each record read, in the order of its partition; a ``None`` value is a
-tombstone."""
 
 PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 0}
 CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 100, "fetch.error.backoff.ms": 20}
@@ -65,28 +63,6 @@ _NOT_READY = frozenset(
 _Client = TypeVar("_Client")
 
 
-class Delivery:
-    """The outcome of one :meth:`KafkaBasedLog.send`, known once :meth:`KafkaBasedLog.wait` returns or raises."""
-
-    def __init__(self, key: bytes | None) -> None:
-        self.key = key
-        self.done = False
-        self.error: str | None = None
-        self.partition: int | None = None
-        self.offset: int | None = None
-
-    def _complete(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            self.error = f"{error.name()}: {error.str()}"
-        else:
-            self.partition, self.offset = message.partition(), message.offset()
-        self.done = True
-
-    def __repr__(self) -> str:
-        outcome = "pending" if not self.done else self.error or f"partition {self.partition} offset {self.offset}"
-        return f"Delivery({_name(self.key)}: {outcome})"
-
-
 class KafkaBasedLog:
     """One compacted topic: read from the beginning by :meth:`start`, caught up by :meth:`read_to_end`, written by
     :meth:`send`. ``apply`` gets every record read; it runs on the reading thread with the read lock held, so it
@@ -103,7 +79,7 @@ class KafkaBasedLog:
         self,
         bootstrap_servers: str,
         topic: str,
-        apply: Apply,
+        apply: LogApply,
         *,
         partitions: int = 1,
         replication_factor: int = 1,
@@ -128,6 +104,10 @@ class KafkaBasedLog:
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._positions: dict[int, int] = {}
+
+    @property
+    def where(self) -> str:
+        return self.bootstrap_servers
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -170,13 +150,15 @@ class KafkaBasedLog:
         producer = self._require(self._producer)
         delivery = Delivery(key)
         try:
-            producer.produce(self.topic, value, key, on_delivery=delivery._complete)
+            producer.produce(self.topic, value, key, on_delivery=_settle(delivery))
         except BufferError:
             raise ConnectError(
-                f"cannot write {_name(key)} to topic {self.topic!r}: the producer queue is full"
+                f"cannot write {record_key(key)} to topic {self.topic!r}: the producer queue is full"
             ) from None
         except KafkaException as error:
-            raise ConnectError(f"cannot write {_name(key)} to topic {self.topic!r}: {error.args[0].str()}") from None
+            raise ConnectError(
+                f"cannot write {record_key(key)} to topic {self.topic!r}: {error.args[0].str()}"
+            ) from None
         return delivery
 
     def wait(self, deliveries: Iterable[Delivery], timeout_ms: int | None = None) -> None:
@@ -193,13 +175,15 @@ class KafkaBasedLog:
                 raise ConnectError(
                     f"timed out after {timeout_ms} ms waiting for Kafka at {self.bootstrap_servers} to acknowledge "
                     f"{len(waiting)} of {len(pending)} records written to topic {self.topic!r}, "
-                    f"{_name(waiting[0].key)} first"
+                    f"{record_key(waiting[0].key)} first"
                 )
             producer.poll(min(remaining, _POLL_S))
         failed = [delivery for delivery in pending if delivery.error is not None]
         if failed:
             more = f" (and {len(failed) - 1} more of {len(pending)} records)" if len(failed) > 1 else ""
-            raise ConnectError(f"cannot write {_name(failed[0].key)} to topic {self.topic!r}: {failed[0].error}{more}")
+            raise ConnectError(
+                f"cannot write {record_key(failed[0].key)} to topic {self.topic!r}: {failed[0].error}{more}"
+            )
 
     def send_all(self, records: Iterable[tuple[bytes | None, bytes | None]], timeout_ms: int | None = None) -> None:
         """:meth:`send` each (key, value) then :meth:`wait` for all of them."""
@@ -344,33 +328,11 @@ class KafkaBasedLog:
         return f"KafkaBasedLog({self.topic!r} at {self.bootstrap_servers}, {state}, read to {{{positions}}})"
 
 
-def _name(key: bytes | None) -> str:
-    """A record key for messages: the text of a UTF-8 key, cut short."""
-    text = "null" if key is None else key.decode("utf-8", "replace")
-    return repr(text if len(text) <= 120 else text[:117] + "...")
+def _settle(delivery: Delivery) -> Callable[[KafkaError | None, Message], None]:
+    def settled(error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            delivery.settle(f"{error.name()}: {error.str()}")
+        else:
+            delivery.settle(None, message.partition(), message.offset())
 
-
-class LogBackedStore:
-    """The Kafka side of a store whose state is a view of records (the config and status stores): the records go
-    to :attr:`log` and come back through it, so the view holds only what the topic holds. Listed before the store
-    base class, whose ``start``/``stop``/``_write``/``_refresh`` it replaces."""
-
-    log: KafkaBasedLog
-
-    def start(self) -> None:
-        self.log.start()
-
-    def stop(self) -> None:
-        self.log.stop()
-
-    def refresh(self, timeout_ms: int | None = None) -> None:
-        """Read what other writers stored since the last read; raises ConnectError on timeout."""
-        self.log.read_to_end(timeout_ms)
-
-    def _refresh(self) -> None:
-        self.refresh()
-
-    def _write(self, records: Sequence[tuple[bytes | None, bytes | None]]) -> None:
-        """Wait until every record is acknowledged, then read the topic to its end, as Connect's writers do."""
-        self.log.send_all(records)
-        self.log.read_to_end()
+    return settled

@@ -1,0 +1,138 @@
+"""The in-memory transport's :class:`~headwater.runtime.transport.base.TopicLog`: a compacted topic of a
+:class:`~headwater.runtime.transport.memory.MemoryBroker` read as a log of keyed records, so the Kafka stores (and
+with them a distributed worker) run in memory, on the virtual clock.
+
+Records are written through a :class:`~headwater.runtime.transport.memory_producer.MemoryProducer`, so they land
+on the partition murmur2 of their key picks and the broker refuses what Kafka refuses (a record without a key on a
+compacted topic, say). Nothing waits: a record not acknowledged once the producer is flushed (the broker holds
+acks, or fails them) is reported at once, as a timeout or the broker's error.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from headwater.runtime.transport.base import Delivery, LogApply, RecordMetadata, record_key
+from headwater.runtime.transport.memory_producer import MemoryProducer
+from headwater.sdk.errors import ConnectError
+from headwater.sdk.records import TopicPartition
+
+if TYPE_CHECKING:
+    from headwater.runtime.transport.memory import MemoryBroker
+
+
+class MemoryLog:
+    """One compacted topic of ``broker`` (see :meth:`Transport.topic_log` for the arguments)."""
+
+    where = "memory"
+
+    def __init__(
+        self,
+        broker: MemoryBroker,
+        topic: str,
+        apply: LogApply,
+        *,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        exact_partitions: bool = False,
+        topic_config: Mapping[str, str] | None = None,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        if partitions < 1 or replication_factor < 1:
+            raise ValueError(f"topic {topic!r} needs partitions >= 1 and replication_factor >= 1")
+        self.broker = broker
+        self.topic = topic
+        self.partitions = partitions
+        self.exact_partitions = exact_partitions
+        self.topic_config = {**(topic_config or {}), "cleanup.policy": "compact"}
+        self.timeout_ms = timeout_ms
+        self._apply = apply
+        self._read_lock = threading.Lock()
+        self._producer: MemoryProducer | None = None
+        self._positions: dict[int, int] = {}
+
+    def start(self) -> None:
+        if self._producer is not None:
+            raise ConnectError(f"the log of topic {self.topic!r} is started already")
+        with self.broker.lock:
+            count = self.broker.topics().get(self.topic)
+            if count is None:
+                self.broker.create_topic(self.topic, self.partitions, self.topic_config)
+                count = self.partitions
+        if self.exact_partitions and count != self.partitions:
+            raise ConnectError(f"topic {self.topic!r} must have exactly {self.partitions} partition(s) but has {count}")
+        self._positions = dict.fromkeys(range(count), 0)
+        self._producer = MemoryProducer(self.broker, {})
+        self.read_to_end()
+
+    def stop(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.flush(0)
+            producer.close()
+
+    def send(self, key: bytes | None, value: bytes | None) -> Delivery:
+        producer = self._require()
+        delivery = Delivery(key)
+
+        def settled(error: Exception | None, metadata: RecordMetadata | None) -> None:
+            if error is not None or metadata is None:
+                delivery.settle(str(error))
+            else:
+                delivery.settle(None, metadata.partition, metadata.offset)
+
+        try:
+            producer.produce(self.topic, value, key, on_delivery=settled)
+        except ConnectError as error:
+            raise ConnectError(f"cannot write {record_key(key)} to topic {self.topic!r}: {error}") from None
+        return delivery
+
+    def wait(self, deliveries: Iterable[Delivery], timeout_ms: int | None = None) -> None:
+        pending = list(deliveries)
+        self._require().flush(0)
+        waiting = [delivery for delivery in pending if not delivery.done]
+        if waiting:
+            raise ConnectError(
+                f"timed out waiting for the broker to acknowledge {len(waiting)} of {len(pending)} records written "
+                f"to topic {self.topic!r}, {record_key(waiting[0].key)} first"
+            )
+        failed = [delivery for delivery in pending if delivery.error is not None]
+        if failed:
+            more = f" (and {len(failed) - 1} more of {len(pending)} records)" if len(failed) > 1 else ""
+            raise ConnectError(
+                f"cannot write {record_key(failed[0].key)} to topic {self.topic!r}: {failed[0].error}{more}"
+            )
+
+    def send_all(self, records: Iterable[tuple[bytes | None, bytes | None]], timeout_ms: int | None = None) -> None:
+        self.wait([self.send(key, value) for key, value in records], timeout_ms)
+
+    def read_to_end(self, timeout_ms: int | None = None) -> None:
+        self.read_available()
+
+    def read_available(self, timeout_ms: int = 0) -> int:
+        """Hand ``apply`` every record written since the last read (outside the broker's lock); return how many."""
+        self._require()
+        with self._read_lock:
+            with self.broker.lock:
+                new = []
+                for partition, position in self._positions.items():
+                    log = self.broker.log(TopicPartition(self.topic, partition))
+                    if log is None:
+                        raise ConnectError(f"cannot read topic {self.topic!r}: it was deleted")
+                    new.extend(log[position:])
+                    self._positions[partition] = len(log)
+            for message in new:
+                self._apply(message.key, message.value)
+            return len(new)
+
+    def _require(self) -> MemoryProducer:
+        if self._producer is None:
+            raise ConnectError(f"the log of topic {self.topic!r} is not started")
+        return self._producer
+
+    def __repr__(self) -> str:
+        state = "started" if self._producer is not None else "stopped"
+        positions = ", ".join(f"{p}:{offset}" for p, offset in sorted(self._positions.items()))
+        return f"MemoryLog({self.topic!r}, {state}, read to {{{positions}}})"

@@ -1,0 +1,124 @@
+"""Distributed mode on the simulated worker: distributed workers over the in-memory broker and the virtual clock,
+so a rebalance takes the same course on every run. The same scenarios run with real worker processes on a real
+broker in test_cluster.py."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from headwater.harness.simulated_cluster import OFFSETS_TOPIC, SimulatedCluster
+from headwater.runtime.storage.offsets import parse_offset_key
+from headwater.runtime.tasks.base import TaskId
+
+SOURCE = "support.counting_source:CountingSourceConnector"
+CONNECTORS = ("a", "b")
+TASKS = sorted(TaskId(name, task) for name in CONNECTORS for task in range(4))
+
+
+def create(cluster: SimulatedCluster) -> None:
+    for name in CONNECTORS:
+        config = {"connector.class": SOURCE, "tasks.max": "4", "topic": f"out-{name}"}
+        cluster.live[0].herder.put_connector_config(name, config)
+
+
+def every_task_once(cluster: SimulatedCluster) -> bool:
+    return cluster.running() == TASKS
+
+
+def balanced(cluster: SimulatedCluster) -> bool:
+    """Every task runs once and the live workers' task counts differ by one at most."""
+    counts = [len(tasks) for tasks in cluster.assignment().values()]
+    return every_task_once(cluster) and max(counts) - min(counts) <= 1
+
+
+def connector_owners(cluster: SimulatedCluster) -> Counter[str]:
+    return Counter(name for worker in cluster.live for name in worker.worker.connectors)
+
+
+def committed_offsets(cluster: SimulatedCluster) -> dict[tuple[str, int], list[int]]:
+    """Every offset committed for each source partition, in commit order."""
+    found: dict[tuple[str, int], list[int]] = {}
+    for message in cluster.broker.messages(OFFSETS_TOPIC):
+        parsed = parse_offset_key(message.key or b"")
+        assert parsed is not None and parsed[1] is not None and message.value is not None
+        found.setdefault((parsed[0], parsed[1]["task"]), []).append(json.loads(message.value)["seq"])
+    return found
+
+
+def written(cluster: SimulatedCluster, name: str) -> dict[int, set[int]]:
+    found: dict[int, set[int]] = {}
+    for message in cluster.broker.messages(f"out-{name}"):
+        value = json.loads(message.value or b"null")
+        found.setdefault(value["task"], set()).add(value["seq"])
+    return found
+
+
+def test_a_crash_and_a_join_leave_every_task_running_once_and_no_offset_going_back() -> None:
+    cluster = SimulatedCluster(3, {"offset.flush.interval.ms": "100"}, session_timeout_ms=3_000)
+    create(cluster)
+    cluster.run_until(lambda: balanced(cluster), what="8 tasks running once, spread over 3 workers")
+    cluster.advance(1_000)
+
+    crashed = cluster.workers[1]
+    moved = crashed.tasks()
+    cluster.crash(crashed)
+    cluster.advance(1_000)
+    assert sorted(cluster.running() + moved) == TASKS  # within the session timeout, its tasks run nowhere else
+    cluster.run_until(lambda: every_task_once(cluster), what="the crashed worker's tasks taken over")
+    joined = cluster.join()
+    cluster.run_until(lambda: balanced(cluster) and joined.tasks() != [], what="the new worker taking its share")
+    cluster.advance(1_000)
+
+    assert every_task_once(cluster)
+    assert sorted(len(tasks) for tasks in cluster.assignment().values()) == [2, 3, 3]
+    assert connector_owners(cluster) == Counter(CONNECTORS)
+    offsets = committed_offsets(cluster)
+    assert sorted(offsets) == sorted((id.connector, id.task) for id in TASKS)
+    for partition, seqs in offsets.items():
+        assert seqs == sorted(seqs), f"the committed offset of {partition} went back: {seqs}"
+    for name in CONNECTORS:
+        for task, seqs in written(cluster, name).items():
+            assert seqs == set(range(max(seqs) + 1)), f"{name}-{task} lost records"
+            assert max(seqs) >= offsets[(name, task)][-1]
+
+
+def test_a_worker_that_leaves_hands_its_tasks_over_after_its_last_commit() -> None:
+    cluster = SimulatedCluster(2, {"offset.flush.interval.ms": "100"})
+    create(cluster)
+    cluster.run_until(lambda: balanced(cluster), what="8 tasks spread over 2 workers")
+    cluster.advance(500)
+    leaving = cluster.workers[0]
+    cluster.leave(leaving)
+    cluster.run_until(lambda: cluster.assignment() == {"worker-2": TASKS}, what="the other worker running all")
+    cluster.advance(500)
+    offsets = committed_offsets(cluster)
+    for partition, seqs in offsets.items():
+        assert seqs == sorted(seqs), f"the committed offset of {partition} went back: {seqs}"
+    for name in CONNECTORS:
+        for task, seqs in written(cluster, name).items():
+            assert seqs == set(range(max(seqs) + 1)), f"{name}-{task} lost records"
+
+
+def test_a_connector_deleted_during_a_rebalance_runs_nowhere_afterwards() -> None:
+    cluster = SimulatedCluster(3)
+    create(cluster)
+    cluster.run_until(lambda: balanced(cluster), what="8 tasks spread over 3 workers")
+    cluster.join()
+    cluster.step()  # the new worker joins the groups: a rebalance starts
+    cluster.live[0].herder.delete_connector("a")
+    cluster.run_until(
+        lambda: cluster.running() == [id for id in TASKS if id.connector == "b"] and balanced_over(cluster, 4),
+        what="only b's tasks running, spread over 4 workers",
+    )
+    assert connector_owners(cluster) == Counter(["b"])
+    for worker in cluster.live:
+        assert worker.herder.connectors() == ["b"]
+        worker.status_store.refresh()
+        assert worker.status_store.connector("a") is None
+        assert worker.status_store.tasks("a") == {}
+
+
+def balanced_over(cluster: SimulatedCluster, workers: int) -> bool:
+    counts = [len(tasks) for tasks in cluster.assignment().values()]
+    return len(counts) == workers and max(counts) - min(counts) <= 1
