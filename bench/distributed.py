@@ -30,10 +30,12 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support: worker processes
+
 from headwater.harness.cluster import find_cluster
-from headwater.harness.distributed_process import DistributedCluster
 from headwater.harness.kafka_worker import KafkaInspector
-from headwater.harness.rest_worker import wait_until
+from support.distributed_process import DistributedCluster
+from support.rest_worker import wait_until
 
 TASKS = 6
 HEADER = f"{'workers':>7} {'tasks per worker':<18} {'records':>10} {'seconds':>7} {'records/s':>10}"

@@ -14,15 +14,11 @@ import pytest
 
 from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, Cluster, find_cluster
-from headwater.harness.databases import DatabaseUnavailable, MariadbServer, PostgresServer
 from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker, RawRecords
 from headwater.harness.monitorable import HANDLES, RuntimeHandles
-from headwater.harness.scratch import ScratchDatabase
 from headwater.harness.simulated import SimulatedWorker
 
 REQUIRE_ENV = "HEADWATER_REQUIRE_KAFKA"
-REQUIRE_DATABASES_ENV = "HEADWATER_REQUIRE_DATABASES"
-DATABASE_URL_ENV = {"postgres": "HEADWATER_POSTGRES_URL", "mariadb": "HEADWATER_MARIADB_URL"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,12 +40,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"fail, rather than skip, when no Kafka broker can be had (or set {REQUIRE_ENV}=1)",
     )
     group.addoption(
-        "--require-databases",
-        action="store_true",
-        default=os.environ.get(REQUIRE_DATABASES_ENV, "") not in ("", "0"),
-        help=f"fail, rather than skip, when PostgreSQL or MariaDB cannot be had (or set {REQUIRE_DATABASES_ENV}=1)",
-    )
-    group.addoption(
         "--conformance-kafka",
         action="store_true",
         default=False,
@@ -59,8 +49,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka: needs a real Kafka broker")
-    config.addinivalue_line("markers", "postgres: needs a PostgreSQL server")
-    config.addinivalue_line("markers", "mariadb: needs a MariaDB server")
 
 
 def _session_cluster(pytestconfig: pytest.Config, option: str, env: str) -> Iterator[Cluster]:
@@ -172,54 +160,3 @@ def make_worker(
 def simulated_worker(make_simulated_worker: Callable[..., SimulatedWorker]) -> SimulatedWorker:
     """A simulated worker with the default config (schemaless JSON, Kafka Connect's intervals)."""
     return make_simulated_worker()
-
-
-def _database_server(pytestconfig: pytest.Config, kind: str) -> Iterator[str]:
-    """The SQLAlchemy URL of a server of ``kind`` for the session: given by the environment, else started here."""
-    given = os.environ.get(DATABASE_URL_ENV[kind])
-    if given:
-        yield given
-        return
-    server = PostgresServer() if kind == "postgres" else MariadbServer()
-    try:
-        server.start()
-    except (DatabaseUnavailable, OSError) as error:
-        server.stop()
-        message = f"no {kind} server: {error}"
-        if pytestconfig.getoption("require_databases"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    try:
-        yield server.url
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def postgres_server(pytestconfig: pytest.Config) -> Iterator[str]:
-    """A PostgreSQL server (``wal_level=logical``) for the session, installed and started by the harness
-    (:mod:`headwater.harness.databases`) unless ``HEADWATER_POSTGRES_URL`` names one; its superuser's URL. Skips
-    when none can be had, unless ``--require-databases``."""
-    yield from _database_server(pytestconfig, "postgres")
-
-
-@pytest.fixture(scope="session")
-def mariadb_server(pytestconfig: pytest.Config) -> Iterator[str]:
-    """A MariaDB server for the session, like :func:`postgres_server` (``HEADWATER_MARIADB_URL``)."""
-    yield from _database_server(pytestconfig, "mariadb")
-
-
-@pytest.fixture
-def postgres_database(postgres_server: str) -> Iterator[ScratchDatabase]:
-    """A new, empty PostgreSQL database, dropped (with its replication slots) after the test."""
-    database = ScratchDatabase.on_server("postgres", postgres_server)
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def mariadb_database(mariadb_server: str) -> Iterator[ScratchDatabase]:
-    """A new, empty MariaDB database, dropped after the test."""
-    database = ScratchDatabase.on_server("mariadb", mariadb_server)
-    yield database
-    database.close()
