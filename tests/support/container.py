@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.harness.cluster import docker_answers
+from support.connectors import CONNECTOR_PATH, python_path
 from support.process import WorkerProcess
 
 DEFAULT_IMAGE = "python:3.11-slim"
@@ -62,6 +63,9 @@ class ContainerWorker(WorkerProcess):
             .with_kwargs(network_mode="host", working_dir=directory)
             .with_env("PYTHONUNBUFFERED", "1")
         )
+        if self.test_connectors:
+            directories = tuple(f"{SOURCE_MOUNT}/{path.name}" for path in CONNECTOR_PATH)
+            container = container.with_env("PYTHONPATH", python_path(directories, existing=""))
         for key, value in self.env.items():
             container = container.with_env(key, value)
         self._container = container.start()
