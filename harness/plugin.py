@@ -1,5 +1,8 @@
 """Headwater's pytest plugin (entry point ``pytest11``): fixtures that give a simulated worker, and a real Kafka
-cluster for the tests that need one."""
+cluster for the tests that need one.
+
+Every project that installs Headwater loads this module, so it imports the runtime and the Kafka client only inside
+the fixtures that need them."""
 
 from __future__ import annotations
 
@@ -8,15 +11,17 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, Cluster, find_cluster
-from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker, RawRecords
-from headwater.harness.monitorable import HANDLES, RuntimeHandles
-from headwater.harness.simulated import SimulatedWorker
+
+if TYPE_CHECKING:
+    from headwater.harness.kafka_worker import RawRecords
+    from headwater.harness.monitorable import RuntimeHandles
+    from headwater.harness.simulated import SimulatedWorker
 
 REQUIRE_ENV = "HEADWATER_REQUIRE_KAFKA"
 
@@ -98,6 +103,8 @@ def kafka_bootstrap(kafka_cluster: Cluster) -> str:
 def raw_records(kafka_bootstrap: str) -> RawRecords:
     """``raw_records(topic)``: every record of ``topic`` on the real cluster as (partition, key, value), partition
     by partition in offset order, read by a plain consumer (to check the bytes a store or a connector wrote)."""
+    from headwater.harness.kafka_worker import KafkaInspector
+
     inspector = KafkaInspector(kafka_bootstrap)
     return lambda topic: [(m.partition, m.key, m.value) for m in inspector.messages(topic)]
 
@@ -112,6 +119,8 @@ def unique_name(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def runtime_handles() -> Iterator[RuntimeHandles]:
     """The registry monitorable connectors report into, emptied before and after the test."""
+    from headwater.harness.monitorable import HANDLES
+
     HANDLES.reset()
     yield HANDLES
     HANDLES.reset()
@@ -120,6 +129,8 @@ def runtime_handles() -> Iterator[RuntimeHandles]:
 @pytest.fixture
 def make_simulated_worker(runtime_handles: RuntimeHandles) -> Iterator[Callable[..., SimulatedWorker]]:
     """A factory: ``make_simulated_worker(config, tick_ms=..., partitions=...)``; every worker is closed after."""
+    from headwater.harness.simulated import SimulatedWorker
+
     made: list[SimulatedWorker] = []
 
     def make(config: dict[str, Any] | None = None, **options: Any) -> SimulatedWorker:
@@ -139,6 +150,9 @@ def make_worker(
     """Like ``make_simulated_worker``, once per backend: the in-memory transport, then a real Kafka broker (the
     same loops stepped on the same virtual clock, see :mod:`headwater.harness.kafka_worker`). A test using it
     shows its guarantee on both."""
+    from headwater.harness.kafka_worker import KafkaSteppedWorker
+    from headwater.harness.simulated import SimulatedWorker
+
     made: list[SimulatedWorker] = []
     bootstrap = request.getfixturevalue("kafka_bootstrap") if request.param == "kafka" else None
 
