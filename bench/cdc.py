@@ -2,7 +2,7 @@
 direct psycopg2 logical-replication read of the same workload and Debezium's PostgreSQL connector on Java Kafka
 Connect.
 
-Set-up: a PostgreSQL server of the harness's own (``headwater.harness.databases``; ``--postgres-url`` for a running
+Set-up: a PostgreSQL server of the test suite's own (``tests/support/databases.py``; ``--postgres-url`` for a running
 one) and a Kafka broker (``--kafka-bootstrap``, else one found or started from the local jars like the tests').
 Table ``orders`` (id, item text, qty integer, price numeric, created timestamptz). One pgoutput slot and publication
 per side, all created before any row is written: ``bench_raw``, the connector's ``bench_cdc`` and
@@ -79,6 +79,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench modules, run as a script or loaded
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support: the PostgreSQL server
 
 import psycopg2
 import psycopg2.extras
@@ -87,15 +88,15 @@ from kafka_pipeline import Child, Inspector, scratch
 
 from headwater.harness.broker import BrokerUnavailable, require_tools
 from headwater.harness.cluster import find_cluster
-from headwater.harness.databases import postgres_url
 from headwater.harness.kafka_worker import KafkaInspector
-from headwater.harness.scratch import ScratchDatabase
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.transport import Message
 from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.worker import Worker
+from support.databases import postgres_url
+from support.scratch import ScratchDatabase
 
 SIDES = ("headwater", "raw", "debezium")
 SLOTS = {"raw": "bench_raw", "headwater": "bench_cdc", "debezium": "bench_debezium"}

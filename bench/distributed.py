@@ -1,12 +1,12 @@
 """Throughput of one 6-task source connector on a cluster of 1, 2 and 3 ``headwater distributed`` workers.
 
 For each worker count a fresh cluster (its own ``group.id`` and internal topics) starts that many worker processes;
-``sequence-source`` with ``tasks.max=6`` (500 records of ``--record-bytes`` bytes per poll, no key, ``bytes``
-converters) is created through the first worker's REST API and writes a fresh topic of ``--partitions``
-partitions. Once all six tasks run, spread as evenly as the worker count allows (6, 3+3, 2+2+2), and
-``--warm-up`` seconds have passed, the topic's end offsets are read at the start and the end of a ``--seconds``
-window: the rate is the records appended in between per second of the window. Start-up, group joins and
-rebalances are left out that way. The workers then leave gracefully and the next cluster starts.
+``synthetic.SequenceSourceConnector`` (``examples/``) with ``tasks.max=6`` (500 records of ``--record-bytes``
+bytes per poll, no key, ``bytes`` converters) is created through the first worker's REST API and writes a fresh
+topic of ``--partitions`` partitions. Once all six tasks run, spread as evenly as the worker count allows (6, 3+3,
+2+2+2), and ``--warm-up`` seconds have passed, the topic's end offsets are read at the start and the end of a
+``--seconds`` window: the rate is the records appended in between per second of the window. Start-up, group joins
+and rebalances are left out that way. The workers then leave gracefully and the next cluster starts.
 
 Each run prints one line; the second-to-last line gives the rates relative to one worker (the scaling), the last
 one ``workers1=<r/s> workers2=<r/s> workers3=<r/s>``. A worker is one Python process, so its tasks share one
@@ -30,10 +30,12 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support: worker processes
+
 from headwater.harness.cluster import find_cluster
-from headwater.harness.distributed_process import DistributedCluster
 from headwater.harness.kafka_worker import KafkaInspector
-from headwater.harness.rest_worker import wait_until
+from support.distributed_process import DistributedCluster
+from support.rest_worker import wait_until
 
 TASKS = 6
 HEADER = f"{'workers':>7} {'tasks per worker':<18} {'records':>10} {'seconds':>7} {'records/s':>10}"
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace, bootstrap_servers: str, directory: Path, worke
     with DistributedCluster(directory / name, bootstrap_servers, name, props) as cluster:
         started = [cluster.add_worker() for _ in range(workers)]
         config = {
-            "connector.class": "sequence-source",
+            "connector.class": "synthetic.SequenceSourceConnector",
             "topic": topic,
             "tasks.max": str(TASKS),
             "batch.size": "500",

@@ -1,10 +1,11 @@
 """Throughput of the standalone worker on a real broker against raw confluent-kafka loops measured in the same run.
 
-Source: ``headwater standalone`` runs ``sequence-source`` (one task, 500 records per poll) writing ``--records``
-values of ``--record-bytes`` bytes, no key, through ``bytes`` converters; the raw side is a confluent-kafka
-producer loop writing the same values (``sequence_value``), with a ``poll(0)`` after every 500 and, when the queue
-is full, a ``poll`` of up to 100 ms. Sink: ``headwater standalone`` runs ``discard-sink`` (one task) over the topic
-the framework source wrote; the raw side is a consumer loop calling ``consume(500)`` and counting the records.
+Source: ``headwater standalone`` runs ``synthetic.SequenceSourceConnector`` (``examples/``; one task, 500 records
+per poll) writing ``--records`` values of ``--record-bytes`` bytes, no key, through ``bytes`` converters; the raw
+side is a confluent-kafka producer loop writing the same values (``sequence_value``), with a ``poll(0)`` after
+every 500 and, when the queue is full, a ``poll`` of up to 100 ms. Sink: ``headwater standalone`` runs
+``synthetic.DiscardSinkConnector`` (one task) over the topic the framework source wrote; the raw side is a consumer
+loop calling ``consume(500)`` and counting the records.
 The last line printed is ``source_ratio=<x> sink_ratio=<y>``: framework records/s divided by raw records/s.
 
 Kept equal on both sides:
@@ -79,10 +80,15 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from headwater.harness.cluster import find_cluster
-from headwater.harness.synthetic import sequence_value
-from headwater.runtime.transport.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
+sys.path.append(str(Path(__file__).resolve().parents[1] / "examples"))  # synthetic.py: the source and the sink
 
+from headwater.harness.cluster import find_cluster
+from headwater.runtime.transport.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
+from synthetic import sequence_value
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+SOURCE_CLASS = "synthetic.SequenceSourceConnector"
+SINK_CLASS = "synthetic.DiscardSinkConnector"
 BATCH = 500
 """Records per source poll, per raw ``poll(0)``, per sink ``consume`` (``consumer.max.poll.records``)."""
 FULL_QUEUE_WAIT_S = 0.1
@@ -116,6 +122,12 @@ class BenchError(RuntimeError):
 # ---- child processes -----------------------------------------------------------------------------------------
 
 
+def child_env() -> dict[str, str]:
+    """This environment with ``examples/`` on ``PYTHONPATH``, where a worker finds the synthetic connectors."""
+    existing = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES_DIR), *([existing] if existing else [])])}
+
+
 class Child:
     """A child process; its exit status and CPU time are collected with ``wait4``."""
 
@@ -124,7 +136,7 @@ class Child:
         self.stdout = directory / f"{name}.out"
         self.stderr = directory / f"{name}.err"
         with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
-            self.process = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
+            self.process = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True, env=child_env())
         self.returncode: int | None = None
         self.cpu_seconds = 0.0
 
@@ -531,7 +543,12 @@ class Bench:
         self.topics.append(topic)
         self.inspector.create_topic(topic, self.args.partitions, {"message.timestamp.type": "LogAppendTime"})
         if kind == "framework":
-            connector = {"connector.class": "sequence-source", "tasks.max": 1, "topic": topic, "max.records": n}
+            connector = {
+                "connector.class": "synthetic.SequenceSourceConnector",
+                "tasks.max": 1,
+                "topic": topic,
+                "max.records": n,
+            }
             child = self._framework(topic, {**connector, "record.bytes": self.args.record_bytes, "batch.size": BATCH})
         else:
             child = self._raw(
@@ -559,7 +576,7 @@ class Bench:
         if kind == "framework":
             group = f"connect-{name}"
             start = self.inspector.commit_log_start(group)
-            child = self._framework(name, {"connector.class": "discard-sink", "tasks.max": 1, "topics": topic})
+            child = self._framework(name, {"connector.class": SINK_CLASS, "tasks.max": 1, "topics": topic})
         else:
             group = name
             start = self.inspector.commit_log_start(group)

@@ -1,7 +1,7 @@
 """WAL kept for an idle connector's slot while another database on the same PostgreSQL server writes, with the
 connector's heartbeats on and off (seed KIP-910's motivation).
 
-A PostgreSQL server of the harness's own (``headwater.harness.databases``, ``wal_level=logical``) gets two
+A PostgreSQL server of the test suite's own (``tests/support/databases.py``, ``wal_level=logical``) gets two
 databases: ``app``, whose table ``orders`` the ``jdbc-cdc`` connector captures in log mode, and ``busy``, which
 writes about ``--wal-mb`` MB of WAL in ``--chunks`` steps (``INSERT ... SELECT`` of 1 kB rows). ``orders`` stays
 idle throughout. The connector runs in an in-process worker (threads, the system clock, the in-memory transport)
@@ -24,14 +24,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from headwater.harness.databases import postgres_url
-from headwater.harness.scratch import ScratchDatabase
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support: the PostgreSQL server
+
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
+from support.databases import postgres_url
+from support.scratch import ScratchDatabase
 
 MB = 1024 * 1024
 SLOT_STATE = "SELECT confirmed_flush_lsn, restart_lsn FROM pg_replication_slots WHERE slot_name = '{slot}'"

@@ -1,8 +1,9 @@
 """Headwater's test harness: a simulated worker, instrumented connectors, the pytest plugin, the conformance suite,
 and Hypothesis strategies and stateful tests for connector authors.
 
-The conformance suite needs pytest and the strategies and stateful tests need Hypothesis; those names are
-imported on first use, so the rest of the harness works without either.
+Every name is imported on first use, so the pytest plugin (loaded by every project that installs Headwater) costs
+nothing until a fixture is used, and the conformance suite (pytest) and the strategies and stateful tests
+(Hypothesis) need their library only when used.
 """
 
 from __future__ import annotations
@@ -10,24 +11,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from headwater.harness.driver import ConnectorDriver
-from headwater.harness.guarantees import GuaranteeViolation
-from headwater.harness.monitorable import (
-    HANDLES,
-    MonitorableSinkConnector,
-    MonitorableSinkTask,
-    MonitorableSourceConnector,
-    MonitorableSourceTask,
-    RuntimeHandles,
-    TaskHandle,
-)
-from headwater.harness.recorder import HookRecorder
-from headwater.harness.schedule import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
-from headwater.harness.simulated import SimulatedWorker
-from headwater.harness.tap import ConnectorTap
-
 if TYPE_CHECKING:
     from headwater.harness.conformance import ConformanceContext
+    from headwater.harness.driver import ConnectorDriver
+    from headwater.harness.guarantees import GuaranteeViolation
+    from headwater.harness.monitorable import (
+        HANDLES,
+        MonitorableSinkConnector,
+        MonitorableSinkTask,
+        MonitorableSourceConnector,
+        MonitorableSourceTask,
+        RuntimeHandles,
+        TaskHandle,
+    )
+    from headwater.harness.recorder import HookRecorder
+    from headwater.harness.schedule import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
+    from headwater.harness.simulated import SimulatedWorker
     from headwater.harness.sink_suite import SinkConformance, sink_conformance
     from headwater.harness.source_suite import SourceConformance, source_conformance
     from headwater.harness.stateful import SinkMachine, SourceMachine, machine_settings, machine_test
@@ -42,9 +41,24 @@ if TYPE_CHECKING:
         source_records,
         topic_records,
     )
+    from headwater.harness.tap import ConnectorTap
 
 _LAZY = {
     "headwater.harness.conformance": ["ConformanceContext"],
+    "headwater.harness.driver": ["ConnectorDriver"],
+    "headwater.harness.guarantees": ["GuaranteeViolation"],
+    "headwater.harness.monitorable": [
+        "HANDLES",
+        "MonitorableSinkConnector",
+        "MonitorableSinkTask",
+        "MonitorableSourceConnector",
+        "MonitorableSourceTask",
+        "RuntimeHandles",
+        "TaskHandle",
+    ],
+    "headwater.harness.recorder": ["HookRecorder"],
+    "headwater.harness.schedule": ["FAULT_KINDS", "SINK_FAULTS", "SOURCE_FAULTS", "Fault", "play_schedule"],
+    "headwater.harness.simulated": ["SimulatedWorker"],
     "headwater.harness.sink_suite": ["SinkConformance", "sink_conformance"],
     "headwater.harness.source_suite": ["SourceConformance", "source_conformance"],
     "headwater.harness.stateful": ["SinkMachine", "SourceMachine", "machine_settings", "machine_test"],
@@ -59,6 +73,7 @@ _LAZY = {
         "source_records",
         "topic_records",
     ],
+    "headwater.harness.tap": ["ConnectorTap"],
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
 

@@ -1,5 +1,8 @@
 """Headwater's pytest plugin (entry point ``pytest11``): fixtures that give a simulated worker, and a real Kafka
-cluster for the tests that need one."""
+cluster for the tests that need one.
+
+Every project that installs Headwater loads this module, so it imports the runtime and the Kafka client only inside
+the fixtures that need them."""
 
 from __future__ import annotations
 
@@ -8,21 +11,19 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, Cluster, find_cluster
-from headwater.harness.databases import DatabaseUnavailable, MariadbServer, PostgresServer
-from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker, RawRecords
-from headwater.harness.monitorable import HANDLES, RuntimeHandles
-from headwater.harness.scratch import ScratchDatabase
-from headwater.harness.simulated import SimulatedWorker
+
+if TYPE_CHECKING:
+    from headwater.harness.kafka_worker import RawRecords
+    from headwater.harness.monitorable import RuntimeHandles
+    from headwater.harness.simulated import SimulatedWorker
 
 REQUIRE_ENV = "HEADWATER_REQUIRE_KAFKA"
-REQUIRE_DATABASES_ENV = "HEADWATER_REQUIRE_DATABASES"
-DATABASE_URL_ENV = {"postgres": "HEADWATER_POSTGRES_URL", "mariadb": "HEADWATER_MARIADB_URL"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,12 +45,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"fail, rather than skip, when no Kafka broker can be had (or set {REQUIRE_ENV}=1)",
     )
     group.addoption(
-        "--require-databases",
-        action="store_true",
-        default=os.environ.get(REQUIRE_DATABASES_ENV, "") not in ("", "0"),
-        help=f"fail, rather than skip, when PostgreSQL or MariaDB cannot be had (or set {REQUIRE_DATABASES_ENV}=1)",
-    )
-    group.addoption(
         "--conformance-kafka",
         action="store_true",
         default=False,
@@ -59,8 +54,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka: needs a real Kafka broker")
-    config.addinivalue_line("markers", "postgres: needs a PostgreSQL server")
-    config.addinivalue_line("markers", "mariadb: needs a MariaDB server")
 
 
 def _session_cluster(pytestconfig: pytest.Config, option: str, env: str) -> Iterator[Cluster]:
@@ -110,6 +103,8 @@ def kafka_bootstrap(kafka_cluster: Cluster) -> str:
 def raw_records(kafka_bootstrap: str) -> RawRecords:
     """``raw_records(topic)``: every record of ``topic`` on the real cluster as (partition, key, value), partition
     by partition in offset order, read by a plain consumer (to check the bytes a store or a connector wrote)."""
+    from headwater.harness.kafka_worker import KafkaInspector
+
     inspector = KafkaInspector(kafka_bootstrap)
     return lambda topic: [(m.partition, m.key, m.value) for m in inspector.messages(topic)]
 
@@ -124,6 +119,8 @@ def unique_name(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def runtime_handles() -> Iterator[RuntimeHandles]:
     """The registry monitorable connectors report into, emptied before and after the test."""
+    from headwater.harness.monitorable import HANDLES
+
     HANDLES.reset()
     yield HANDLES
     HANDLES.reset()
@@ -132,6 +129,8 @@ def runtime_handles() -> Iterator[RuntimeHandles]:
 @pytest.fixture
 def make_simulated_worker(runtime_handles: RuntimeHandles) -> Iterator[Callable[..., SimulatedWorker]]:
     """A factory: ``make_simulated_worker(config, tick_ms=..., partitions=...)``; every worker is closed after."""
+    from headwater.harness.simulated import SimulatedWorker
+
     made: list[SimulatedWorker] = []
 
     def make(config: dict[str, Any] | None = None, **options: Any) -> SimulatedWorker:
@@ -151,6 +150,9 @@ def make_worker(
     """Like ``make_simulated_worker``, once per backend: the in-memory transport, then a real Kafka broker (the
     same loops stepped on the same virtual clock, see :mod:`headwater.harness.kafka_worker`). A test using it
     shows its guarantee on both."""
+    from headwater.harness.kafka_worker import KafkaSteppedWorker
+    from headwater.harness.simulated import SimulatedWorker
+
     made: list[SimulatedWorker] = []
     bootstrap = request.getfixturevalue("kafka_bootstrap") if request.param == "kafka" else None
 
@@ -172,54 +174,3 @@ def make_worker(
 def simulated_worker(make_simulated_worker: Callable[..., SimulatedWorker]) -> SimulatedWorker:
     """A simulated worker with the default config (schemaless JSON, Kafka Connect's intervals)."""
     return make_simulated_worker()
-
-
-def _database_server(pytestconfig: pytest.Config, kind: str) -> Iterator[str]:
-    """The SQLAlchemy URL of a server of ``kind`` for the session: given by the environment, else started here."""
-    given = os.environ.get(DATABASE_URL_ENV[kind])
-    if given:
-        yield given
-        return
-    server = PostgresServer() if kind == "postgres" else MariadbServer()
-    try:
-        server.start()
-    except (DatabaseUnavailable, OSError) as error:
-        server.stop()
-        message = f"no {kind} server: {error}"
-        if pytestconfig.getoption("require_databases"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    try:
-        yield server.url
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def postgres_server(pytestconfig: pytest.Config) -> Iterator[str]:
-    """A PostgreSQL server (``wal_level=logical``) for the session, installed and started by the harness
-    (:mod:`headwater.harness.databases`) unless ``HEADWATER_POSTGRES_URL`` names one; its superuser's URL. Skips
-    when none can be had, unless ``--require-databases``."""
-    yield from _database_server(pytestconfig, "postgres")
-
-
-@pytest.fixture(scope="session")
-def mariadb_server(pytestconfig: pytest.Config) -> Iterator[str]:
-    """A MariaDB server for the session, like :func:`postgres_server` (``HEADWATER_MARIADB_URL``)."""
-    yield from _database_server(pytestconfig, "mariadb")
-
-
-@pytest.fixture
-def postgres_database(postgres_server: str) -> Iterator[ScratchDatabase]:
-    """A new, empty PostgreSQL database, dropped (with its replication slots) after the test."""
-    database = ScratchDatabase.on_server("postgres", postgres_server)
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def mariadb_database(mariadb_server: str) -> Iterator[ScratchDatabase]:
-    """A new, empty MariaDB database, dropped after the test."""
-    database = ScratchDatabase.on_server("mariadb", mariadb_server)
-    yield database
-    database.close()

@@ -5,6 +5,10 @@ The plugin is loaded through the installed ``pytest11`` entry point, so the nest
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 import headwater.harness.cluster as cluster_module
@@ -148,3 +152,51 @@ def test_second_kafka_cluster_skips_or_fails_like_the_first(
     skipped.assert_outcomes(skipped=1)
     skipped.stdout.fnmatch_lines(["*java not found*--second-kafka-bootstrap or HEADWATER_SECOND_KAFKA_BOOTSTRAP*"])
     run(pytester, "--require-kafka").assert_outcomes(errors=1)
+
+
+DATABASE_FIXTURES = ["postgres_server", "mariadb_server", "postgres_database", "mariadb_database"]
+
+
+@pytest.mark.parametrize("fixture", DATABASE_FIXTURES)
+def test_the_installed_plugin_offers_no_database_fixtures(pytester: pytest.Pytester, fixture: str) -> None:
+    """Database servers (which may run ``apt-get install``) are Headwater's own test infrastructure, registered by
+    its test suite (``tests/support/fixtures.py``), not by the plugin every installing project loads."""
+    pytester.makepyfile(f"def test_needs_a_database({fixture}):\n    pass\n")
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*fixture '{fixture}' not found*"])
+    assert run(pytester, "--require-databases").ret == pytest.ExitCode.USAGE_ERROR
+
+
+HEAVY_MODULES = [
+    "confluent_kafka",
+    "fastapi",
+    "headwater.runtime",
+    "httpx",
+    "hypothesis",
+    "psycopg2",
+    "pymysql",
+    "pyspark",
+    "sqlalchemy",
+    "testcontainers",
+    "uvicorn",
+]
+
+
+def test_importing_the_plugin_imports_nothing_heavy_until_a_fixture_needs_it() -> None:
+    """Every project that installs Headwater loads the plugin; the runtime, the Kafka client and the database,
+    Spark and HTTP libraries come in only with the fixtures that use them (the worker fixtures, here)."""
+    script = (
+        "import json, sys\n"
+        "import headwater.harness.plugin\n"
+        f"heavy = {HEAVY_MODULES!r}\n"
+        "before = [name for name in heavy if name in sys.modules]\n"
+        "from headwater.harness import SimulatedWorker  # what make_simulated_worker imports\n"
+        "after = [name for name in heavy if name in sys.modules]\n"
+        "print(json.dumps([before, after]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, after = json.loads(done.stdout)
+    assert before == []
+    assert {"confluent_kafka", "headwater.runtime"} <= set(after)  # the control: the check sees a heavy import

@@ -22,13 +22,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from headwater.harness.broker import free_ports
 from headwater.harness.cluster import docker_answers
-from headwater.harness.container import ContainerWorker, _exit_code, container_worker_skip_reason
-from headwater.harness.process import WorkerProcess
 from headwater.runtime.properties import PropertiesError
 from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker
 from headwater.runtime.standalone import main as standalone_main
 from headwater.runtime.startup import GC_THRESHOLDS, wait_for_broker
 from headwater.runtime.storage.offsets import FileOffsetStore
+from support.container import ContainerWorker, _exit_code, container_worker_skip_reason
+from support.process import WorkerProcess
 
 PARTITION = {"task": 0}
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ERROR .*cannot reach Kafka", re.MULTILINE)

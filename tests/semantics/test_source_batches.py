@@ -8,7 +8,7 @@ from typing import Any
 
 from headwater.harness import SimulatedWorker
 from headwater.harness.kafka_worker import KafkaSteppedWorker
-from headwater.harness.synthetic import SequenceSourceConnector, sequence_value
+from synthetic import SequenceSourceConnector, sequence_value
 
 Make = Callable[..., SimulatedWorker]
 RAW = {"key.converter": "bytes", "value.converter": "bytes", "header.converter": "bytes"}

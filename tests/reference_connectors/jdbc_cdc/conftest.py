@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater.harness.scratch import ScratchDatabase
+from support.scratch import ScratchDatabase
 
 SERVERS = [pytest.param("postgres", marks=pytest.mark.postgres), pytest.param("mariadb", marks=pytest.mark.mariadb)]
 

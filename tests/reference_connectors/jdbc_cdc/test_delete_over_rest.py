@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from headwater.harness.process import WorkerProcess
-from headwater.harness.scratch import ScratchDatabase
 from headwater.reference_connectors.jdbc_cdc import default_object_name
+from support.process import WorkerProcess
+from support.scratch import ScratchDatabase
 
 from .test_trigger_mode import create_orders
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from headwater.harness import SimulatedWorker
-from headwater.harness.scratch import ScratchDatabase
 from headwater.reference_connectors.jdbc_cdc import JdbcCdcSourceConnector, default_object_name, source_partition
 from headwater.reference_connectors.jdbc_cdc.pgoutput import parse_lsn
 from headwater.runtime.tasks.base import State
+from support.scratch import ScratchDatabase
 
 from .test_trigger_mode import (
     AUDIT,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from headwater.harness import SimulatedWorker
-from headwater.harness.scratch import ScratchDatabase
 from headwater.reference_connectors.jdbc_cdc import JdbcCdcSourceConnector, source_partition
+from support.scratch import ScratchDatabase
 
 from .test_trigger_mode import AUDIT, config, create_orders, orders_topic, wait_for
 

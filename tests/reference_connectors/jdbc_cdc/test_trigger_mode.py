@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from headwater.harness import SimulatedWorker
-from headwater.harness.scratch import ScratchDatabase
 from headwater.reference_connectors.jdbc_cdc import JdbcCdcSourceConnector, default_object_name, source_partition
 from headwater.runtime.tasks.base import State
+from support.scratch import ScratchDatabase
 
 Make = Callable[..., SimulatedWorker]
 AUDIT = default_object_name("cdc")

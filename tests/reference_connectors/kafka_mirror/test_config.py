@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from headwater.harness.process import WorkerProcess
 from headwater.reference_connectors.kafka_mirror import (
     CONFIG_DEF,
     SEED_CONFIG,
@@ -19,6 +18,7 @@ from headwater.reference_connectors.kafka_mirror import (
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk import ConfigError
+from support.process import WorkerProcess
 
 MINIMAL = {
     "source.bootstrap.servers": "source-1:9092,source-2:9092",

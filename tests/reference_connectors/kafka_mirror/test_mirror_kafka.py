@@ -15,10 +15,10 @@ import pytest
 from confluent_kafka import Producer
 
 from headwater.harness.kafka_worker import KafkaInspector
-from headwater.harness.process import WorkerProcess
 from headwater.reference_connectors.kafka_mirror import source_partition
 from headwater.runtime.transport.base import Message
 from headwater.sdk import TopicPartition
+from support.process import WorkerProcess
 
 pytestmark = pytest.mark.kafka
 

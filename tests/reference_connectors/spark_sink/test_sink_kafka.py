@@ -24,13 +24,13 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 from pyspark.sql import SparkSession
 
-from headwater.harness.distributed_process import DistributedCluster
 from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
-from headwater.harness.process import WorkerProcess
 from headwater.reference_connectors.spark_sink import DeltaTable, SparkSinkConnector
 from headwater.reference_connectors.spark_sink.dead_letter import HEADER_PREFIX
 from headwater.sdk import TopicPartition
+from support.distributed_process import DistributedCluster
 from support.lake import Lake
+from support.process import WorkerProcess
 from support.spark_services import S3Server, SparkCluster, application_conf
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from headwater.harness.distributed_process import DistributedCluster, cluster_props
 from headwater.harness.monitorable import RuntimeHandles
-from headwater.harness.rest_worker import RestWorker
 from headwater.runtime.distributed import DistributedWorker
 from headwater.runtime.properties import format_properties, read_properties
+from support.distributed_process import DistributedCluster, cluster_props
+from support.rest_worker import RestWorker
 
 MakeWorker = Callable[..., RestWorker]
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from headwater.harness.distributed_process import DistributedCluster, DistributedWorkerProcess
 from headwater.harness.kafka_worker import KafkaInspector, RawRecords
-from headwater.harness.rest_worker import sink_config, source_config, wait_until
+from support.distributed_process import DistributedCluster, DistributedWorkerProcess
+from support.rest_worker import sink_config, source_config, wait_until
 
 pytestmark = pytest.mark.kafka
 

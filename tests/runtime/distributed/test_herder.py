@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from headwater.harness.monitorable import MonitorableSourceConnector, RuntimeHandles
-from headwater.harness.rest_worker import RestWorker, sink_config, source_config, wait_until
 from headwater.runtime.distributed import DistributedHerder
+from support.rest_worker import RestWorker, sink_config, source_config, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from headwater.harness.monitorable import RuntimeHandles
-from headwater.harness.rest_worker import RestWorker
 from headwater.runtime.properties import format_properties, read_properties
 from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.status import StatusStore
+from support.rest_worker import RestWorker
 
 MakeWorker = Callable[..., RestWorker]
 

@@ -11,8 +11,8 @@ from typing import ClassVar
 
 import pytest
 
-from headwater.harness.rest_worker import RestWorker, wait_until
 from headwater.sdk import SourceConnector, SourceRecord, SourceTask, hookimpl
+from support.rest_worker import RestWorker, wait_until
 
 pytestmark = pytest.mark.kafka
 

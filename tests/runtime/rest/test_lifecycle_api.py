@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from headwater.harness.monitorable import MonitorableSourceConnector, MonitorableSourceTask, RuntimeHandles
-from headwater.harness.rest_worker import RestWorker, source_config, wait_until
 from headwater.sdk import SourceTask
+from support.rest_worker import RestWorker, source_config, wait_until
 
 pytestmark = pytest.mark.kafka
 

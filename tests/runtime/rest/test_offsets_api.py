@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import Producer
 
 from headwater.harness.monitorable import RuntimeHandles
-from headwater.harness.rest_worker import RestWorker, sink_config, source_config, wait_until
 from headwater.runtime.connector_offsets import ALTERED, NO_OFFSETS, RESET
+from support.rest_worker import RestWorker, sink_config, source_config, wait_until
 
 pytestmark = pytest.mark.kafka
 

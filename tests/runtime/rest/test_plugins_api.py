@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from headwater.harness.rest_worker import RestWorker
+from support.rest_worker import RestWorker
 
 pytestmark = pytest.mark.kafka
 

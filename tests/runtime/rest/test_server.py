@@ -8,8 +8,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from headwater.harness.process import WorkerProcess
-from headwater.harness.rest_worker import source_config
 from headwater.runtime.config import WORKER_CONFIG, parse_listener
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import RestServer, create_app
@@ -17,6 +15,8 @@ from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
+from support.process import WorkerProcess
+from support.rest_worker import source_config
 
 LISTENING = re.compile(r"REST API listening on (http://127\.0\.0\.1:\d+)")
 

@@ -11,8 +11,8 @@ from confluent_kafka import Producer
 
 from headwater.harness.kafka_worker import RawRecords
 from headwater.harness.monitorable import HANDLES, RuntimeHandles
-from headwater.harness.rest_worker import RestWorker, sink_config, source_config, wait_until
 from headwater.runtime.storage import KafkaStatusStore, MemoryStatusStore
+from support.rest_worker import RestWorker, sink_config, source_config, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -10,7 +10,7 @@ Environment: ``HEADWATER_POSTGRES_URL`` / ``HEADWATER_MARIADB_URL`` name a runni
 SQLAlchemy URL of a user that may create databases); ``HEADWATER_REQUIRE_DATABASES=1`` makes the tests fail, not
 skip, when a server cannot be had.
 
-Command line: ``python -m headwater.harness.databases install|start|stop postgres|mariadb``; ``start`` prints the
+Command line: ``python tests/support/databases.py install|start|stop postgres|mariadb``; ``start`` prints the
 URL and leaves the server running (state in ``<cache>/databases/<kind>.json``), ``stop`` stops it.
 """
 
@@ -245,7 +245,7 @@ SERVERS: dict[str, type[PostgresServer] | type[MariadbServer]] = {"postgres": Po
 
 @contextlib.contextmanager
 def postgres_url(url: str | None = None) -> Iterator[str]:
-    """``url`` when given; otherwise a PostgreSQL server of the harness's own is started for the block, its
+    """``url`` when given; otherwise a PostgreSQL server of the test suite's own is started for the block, its
     superuser's URL given, and the server stopped after the block (the benches' ``--postgres-url``)."""
     if url is not None:
         yield url
@@ -262,7 +262,7 @@ def _state_path(kind: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m headwater.harness.databases")
+    parser = argparse.ArgumentParser(prog="python tests/support/databases.py")
     parser.add_argument("action", choices=["install", "start", "stop"])
     parser.add_argument("kind", choices=sorted(SERVERS), nargs="+")
     args = parser.parse_args(argv)

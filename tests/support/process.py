@@ -20,6 +20,7 @@ from typing import Any
 
 from headwater.runtime.properties import format_properties
 from headwater.runtime.storage.offsets import parse_offset_key
+from support.connectors import worker_env
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -30,6 +31,8 @@ class WorkerProcess:
     ``connectors`` maps each connector name to its config (``name`` is added); ``connector_format`` is
     ``properties`` or ``json`` (Kafka Connect's REST shape). ``offset.storage.file.filename`` defaults to
     ``<directory>/connect.offsets``, ``listeners`` to a free loopback port (so workers never compete for one).
+    With ``test_connectors`` (the default) the process finds the test connectors by their short names
+    (:mod:`support.connectors`); without, it sees only what is installed.
     """
 
     def __init__(
@@ -40,6 +43,7 @@ class WorkerProcess:
         connector_format: str = "properties",
         log_level: str = "INFO",
         env: Mapping[str, str] | None = None,
+        test_connectors: bool = True,
     ) -> None:
         if connector_format not in ("properties", "json"):
             raise ValueError(f"connector_format must be 'properties' or 'json', not {connector_format!r}")
@@ -53,6 +57,7 @@ class WorkerProcess:
         self.connector_format = connector_format
         self.log_level = log_level
         self.env = dict(env or {})
+        self.test_connectors = test_connectors
         self.log_path = self.directory / "worker.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -149,6 +154,8 @@ class WorkerProcess:
     def _launch(self) -> None:
         with self.log_path.open("ab") as log:
             env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+            if self.test_connectors:
+                env = worker_env(env)
             self.process = subprocess.Popen(
                 self.command(),
                 stdin=subprocess.DEVNULL,

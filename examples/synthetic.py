@@ -1,6 +1,10 @@
-"""Connectors that need no outside system, for process-level tests and benchmarks: a source that counts and a sink
-that drops what it is given. Unlike the monitorable connectors they keep no in-process registry, so they work the
-same in a worker subprocess; what they did is read back from Kafka and the offset stores.
+"""Example connectors that need no outside system: a source that counts and a sink that drops what it is given. The
+docs run them, and so do the process-level tests and the benchmarks; unlike the monitorable connectors they keep no
+in-process registry, so what they did is read back from Kafka and the offset stores.
+
+A worker finds them when this folder is on ``PYTHONPATH``, as Kafka Connect finds a connector on its
+``plugin.path``: ``PYTHONPATH=examples headwater standalone ...`` with
+``connector.class=synthetic.SequenceSourceConnector``.
 
 ``SequenceSourceConnector`` writes records whose value is the sequence number ``n`` as ASCII digits, zero-padded to
 ``record.bytes``, key ``None`` (the task number with ``task.keys``); each task has source partition

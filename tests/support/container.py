@@ -1,6 +1,6 @@
 """A standalone worker in a Docker container, started through testcontainers where a Docker engine answers.
 
-:class:`ContainerWorker` is a :class:`~headwater.harness.process.WorkerProcess` whose process runs in a container
+:class:`ContainerWorker` is a :class:`~support.process.WorkerProcess` whose process runs in a container
 of a stock Python image: the Headwater source tree is mounted read-only and installed at start, the worker's
 directory is mounted at the same path (so the files and the offsets file are shared with the test), and the
 container uses the host's network (so a broker on 127.0.0.1 is reachable). Signals go to the container, exit codes
@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from headwater.harness.cluster import docker_answers
-from headwater.harness.process import WorkerProcess
+from support.connectors import CONNECTOR_PATH, python_path
+from support.process import WorkerProcess
 
 DEFAULT_IMAGE = "python:3.11-slim"
 SOURCE_MOUNT = "/opt/headwater-src"
-SOURCE_ROOT = Path(__file__).resolve().parents[1]
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 """The checkout Headwater runs from (editable install): mounted into the container and installed there."""
 
 
@@ -62,6 +63,9 @@ class ContainerWorker(WorkerProcess):
             .with_kwargs(network_mode="host", working_dir=directory)
             .with_env("PYTHONUNBUFFERED", "1")
         )
+        if self.test_connectors:
+            directories = tuple(f"{SOURCE_MOUNT}/{path.name}" for path in CONNECTOR_PATH)
+            container = container.with_env("PYTHONPATH", python_path(directories, existing=""))
         for key, value in self.env.items():
             container = container.with_env(key, value)
         self._container = container.start()

@@ -1,4 +1,4 @@
-"""The database servers the harness installs and starts: the command line leaves one running and stops it, and a
+"""The database servers the test suite installs and starts: the command line leaves one running and stops it, and a
 missing program with installing forbidden names the package to install."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import headwater.harness.databases as databases
-from headwater.harness.databases import DatabaseUnavailable, ensure_package
-from headwater.harness.scratch import ScratchDatabase
+import support.databases as databases
+from support.databases import DatabaseUnavailable, ensure_package
+from support.scratch import ScratchDatabase
 
 
 def test_a_missing_program_names_its_package_when_installing_is_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,7 +26,7 @@ def test_a_missing_program_names_its_package_when_installing_is_forbidden(monkey
 @pytest.mark.postgres
 def test_the_command_line_starts_a_postgres_server_and_stops_it(tmp_path: Path, pytestconfig: pytest.Config) -> None:
     env = {**os.environ, "HEADWATER_CACHE": str(tmp_path)}
-    command = [sys.executable, "-m", "headwater.harness.databases"]
+    command = [sys.executable, databases.__file__]
     started = subprocess.run([*command, "start", "postgres"], env=env, capture_output=True, text=True, timeout=300)
     if started.returncode != 0:
         message = f"no PostgreSQL server: {started.stderr[-500:]}"

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 
 from headwater.harness.monitorable import EVENTS_FILE_ENV, read_events
-from headwater.harness.process import DEFAULT_TIMEOUT_S, WorkerProcess
-from headwater.harness.rest_worker import wait_until
+from support.process import DEFAULT_TIMEOUT_S, WorkerProcess
+from support.rest_worker import wait_until
 
 _LISTENING = re.compile(r"REST API listening on (http://\S+)")
 

@@ -1,0 +1,81 @@
+"""The test suite's own pytest plugin, registered by ``tests/conftest.py``: PostgreSQL and MariaDB servers and a
+scratch database per test for the CDC tests (:mod:`support.databases`, :mod:`support.scratch`). Connector authors
+get none of this; their plugin is :mod:`headwater.harness.plugin`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from support.databases import DatabaseUnavailable, MariadbServer, PostgresServer
+from support.scratch import ScratchDatabase
+
+REQUIRE_DATABASES_ENV = "HEADWATER_REQUIRE_DATABASES"
+DATABASE_URL_ENV = {"postgres": "HEADWATER_POSTGRES_URL", "mariadb": "HEADWATER_MARIADB_URL"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("headwater").addoption(
+        "--require-databases",
+        action="store_true",
+        default=os.environ.get(REQUIRE_DATABASES_ENV, "") not in ("", "0"),
+        help=f"fail, rather than skip, when PostgreSQL or MariaDB cannot be had (or set {REQUIRE_DATABASES_ENV}=1)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: needs a PostgreSQL server")
+    config.addinivalue_line("markers", "mariadb: needs a MariaDB server")
+
+
+def _database_server(pytestconfig: pytest.Config, kind: str) -> Iterator[str]:
+    """The SQLAlchemy URL of a server of ``kind`` for the session: given by the environment, else started here."""
+    given = os.environ.get(DATABASE_URL_ENV[kind])
+    if given:
+        yield given
+        return
+    server = PostgresServer() if kind == "postgres" else MariadbServer()
+    try:
+        server.start()
+    except (DatabaseUnavailable, OSError) as error:
+        server.stop()
+        message = f"no {kind} server: {error}"
+        if pytestconfig.getoption("require_databases"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(pytestconfig: pytest.Config) -> Iterator[str]:
+    """A PostgreSQL server (``wal_level=logical``) for the session, installed and started by the test suite
+    (:mod:`support.databases`) unless ``HEADWATER_POSTGRES_URL`` names one; its superuser's URL. Skips
+    when none can be had, unless ``--require-databases``."""
+    yield from _database_server(pytestconfig, "postgres")
+
+
+@pytest.fixture(scope="session")
+def mariadb_server(pytestconfig: pytest.Config) -> Iterator[str]:
+    """A MariaDB server for the session, like :func:`postgres_server` (``HEADWATER_MARIADB_URL``)."""
+    yield from _database_server(pytestconfig, "mariadb")
+
+
+@pytest.fixture
+def postgres_database(postgres_server: str) -> Iterator[ScratchDatabase]:
+    """A new, empty PostgreSQL database, dropped (with its replication slots) after the test."""
+    database = ScratchDatabase.on_server("postgres", postgres_server)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def mariadb_database(mariadb_server: str) -> Iterator[ScratchDatabase]:
+    """A new, empty MariaDB database, dropped after the test."""
+    database = ScratchDatabase.on_server("mariadb", mariadb_server)
+    yield database
+    database.close()
