@@ -12,6 +12,7 @@ from types import ModuleType
 import pytest
 
 PACKAGES = [
+    "headwater",
     "headwater.sdk",
     "headwater.runtime",
     "headwater.runtime.transport",
