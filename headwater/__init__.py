@@ -2,7 +2,8 @@
 
 The parts install as subpackages of this root: :mod:`headwater.sdk` (what a connector author imports),
 :mod:`headwater.runtime` (the worker), :mod:`headwater.harness` (the simulated worker, conformance suite and pytest
-plugin) and :mod:`headwater.reference_connectors`. ``python -m headwater`` is the ``headwater`` command.
+plugin), :mod:`headwater.reference_connectors` and :mod:`headwater.demo` (the main job, ``make demo``).
+``python -m headwater`` is the ``headwater`` command.
 """
 
 __version__ = "0.1.0"

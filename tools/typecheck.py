@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ["sdk", "runtime", "harness", "reference_connectors"]
+PACKAGES = ["sdk", "runtime", "harness", "reference_connectors", "demo"]
 ROOT_PACKAGE = ROOT / "headwater"
 
 
