@@ -76,8 +76,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from headwater.harness.cluster import find_cluster
 from headwater.harness.synthetic import sequence_value
