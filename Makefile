@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m headwater.harness.demo
+	$(BIN)/python -m headwater.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -77,8 +77,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "examples"))  # synthetic.py: the source and the sink
 

@@ -1,5 +1,5 @@
 """WAL kept for an idle connector's slot while another database on the same PostgreSQL server writes, with the
-connector's heartbeats on and off (seed KIP-910's motivation).
+connector's heartbeats on and off (KIP-910's motivation).
 
 A PostgreSQL server of the test suite's own (``tests/support/databases.py``, ``wal_level=logical``) gets two
 databases: ``app``, whose table ``orders`` the ``jdbc-cdc`` connector captures in log mode, and ``busy``, which

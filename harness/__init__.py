@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from headwater.harness.recorder import HookRecorder
     from headwater.harness.schedule import FAULT_KINDS, SINK_FAULTS, SOURCE_FAULTS, Fault, play_schedule
     from headwater.harness.simulated import SimulatedWorker
+    from headwater.harness.simulated_cluster import SimulatedCluster
     from headwater.harness.sink_suite import SinkConformance, sink_conformance
     from headwater.harness.source_suite import SourceConformance, source_conformance
     from headwater.harness.stateful import SinkMachine, SourceMachine, machine_settings, machine_test
@@ -59,6 +60,7 @@ _LAZY = {
     "headwater.harness.recorder": ["HookRecorder"],
     "headwater.harness.schedule": ["FAULT_KINDS", "SINK_FAULTS", "SOURCE_FAULTS", "Fault", "play_schedule"],
     "headwater.harness.simulated": ["SimulatedWorker"],
+    "headwater.harness.simulated_cluster": ["SimulatedCluster"],
     "headwater.harness.sink_suite": ["SinkConformance", "sink_conformance"],
     "headwater.harness.source_suite": ["SourceConformance", "source_conformance"],
     "headwater.harness.stateful": ["SinkMachine", "SourceMachine", "machine_settings", "machine_test"],
@@ -103,6 +105,7 @@ __all__ = [
     "MonitorableSourceConnector",
     "MonitorableSourceTask",
     "RuntimeHandles",
+    "SimulatedCluster",
     "SimulatedWorker",
     "SinkConformance",
     "SinkMachine",

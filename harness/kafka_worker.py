@@ -17,9 +17,7 @@ from typing import Any, cast
 
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import TopicPartition as RdTopicPartition
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._config import ConfigResource
-from confluent_kafka.admin._resource import ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from headwater.harness.simulated import SimulatedWorker
 from headwater.runtime.tasks.source import WorkerSourceTask

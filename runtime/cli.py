@@ -6,6 +6,9 @@ import argparse
 import logging
 import sys
 
+WORKER_STACK = ("fastapi", "uvicorn", "pydantic", "starlette")
+"""The REST API's server stack, installed by the ``worker`` extra; the SDK and the simulated worker do without it."""
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="headwater", description="Kafka Connect for Python.")
@@ -27,14 +30,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = args.log_level or "INFO"
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command == "standalone":
-        from headwater.runtime.standalone import main as standalone_main
+    try:
+        if args.command == "standalone":
+            from headwater.runtime.standalone import main as standalone_main
 
-        return standalone_main(args.worker_config, args.connector_configs)
-    if args.command == "distributed":
-        from headwater.runtime.distributed.command import main as distributed_main
+            return standalone_main(args.worker_config, args.connector_configs)
+        if args.command == "distributed":
+            from headwater.runtime.distributed.command import main as distributed_main
 
-        return distributed_main(args.worker_config)
+            return distributed_main(args.worker_config)
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").partition(".")[0] not in WORKER_STACK:
+            raise
+        parser.exit(
+            2,
+            f"headwater {args.command}: the worker's REST API needs {missing.name}, which is not installed; "
+            "install the worker extra: pip install 'headwater[worker]'\n",
+        )
     parser.error(f"unknown command {args.command}")
     return 2
 

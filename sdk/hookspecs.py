@@ -33,7 +33,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def produce_heartbeat_records(
     task: SourceTask, topic: str, offsets: Sequence[tuple[SourcePartition | None, SourceOffset | None]]
 ) -> Sequence[SourceRecord] | None:
-    """Return records that move the task's source offsets while it has no data to send (seed KIP-910).
+    """Return records that move the task's source offsets while it has no data to send (KIP-910).
 
     When: on the task's own thread, at the top of a loop pass, before ``poll``, once
     ``heartbeat.interval.ms`` has passed since the previous call; never while the task is paused, never when the
@@ -80,7 +80,7 @@ def pre_commit(task: SinkTask, current_offsets: Mapping[TopicPartition, int]) ->
 
 @hookspec
 def stop(instance: Connector | Task, connector_deleted: bool) -> None:
-    """Stop a connector or task, telling it whether its connector was deleted (seed KIP-901).
+    """Stop a connector or task, telling it whether its connector was deleted (KIP-901).
 
     When: once per connector or task instance, on the thread that ran it, after its last ``poll``/``put`` and, for
     a sink, after ``close`` of its partitions. For a deleted connector the herder stops every task first, then

@@ -12,6 +12,7 @@ from types import ModuleType
 import pytest
 
 PACKAGES = [
+    "headwater",
     "headwater.sdk",
     "headwater.runtime",
     "headwater.runtime.transport",
@@ -19,7 +20,7 @@ PACKAGES = [
     "headwater.runtime.distributed",
     "headwater.runtime.storage",
     "headwater.harness",
-    "headwater.harness.demo",
+    "headwater.demo",
     "headwater.reference_connectors",
     "headwater.reference_connectors.kafka_mirror",
     "headwater.reference_connectors.jdbc_cdc",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF as JDBC_CDC_CONFIG
-from headwater.reference_connectors.kafka_mirror.config import SEED_CONFIG as MIRROR_CONFIG
+from headwater.reference_connectors.kafka_mirror.config import KIP_310_CONFIG as MIRROR_CONFIG
 from headwater.runtime.config import CONNECTOR_CONFIG, SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.converters import JsonConverter, StringConverter
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG

@@ -1,7 +1,8 @@
 """Run mypy on the installed layout: `sdk/` is `headwater.sdk` and so on.
 
 The top-level folders are mapped onto `headwater.*` by setuptools' package-dir, which mypy cannot follow through
-an editable install, so this builds a tree of links under `.typecheck/headwater/` and checks the packages there.
+an editable install, so this builds a tree of links under `.typecheck/headwater/` (the root package's own files from
+`headwater/`, one link per folder) and checks the packages there.
 """
 
 from __future__ import annotations
@@ -12,12 +13,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ["sdk", "runtime", "harness", "reference_connectors"]
+PACKAGES = ["sdk", "runtime", "harness", "reference_connectors", "demo"]
+ROOT_PACKAGE = ROOT / "headwater"
 
 
 def main() -> int:
     tree = ROOT / ".typecheck" / "headwater"
     tree.mkdir(parents=True, exist_ok=True)
+    for source in ROOT_PACKAGE.iterdir():
+        link = tree / source.name
+        if source.is_file() and not link.is_symlink():
+            link.symlink_to(source)
     for name in PACKAGES:
         link = tree / name
         if not link.is_symlink():
@@ -25,6 +31,7 @@ def main() -> int:
                 link.unlink()
             link.symlink_to(ROOT / name, target_is_directory=True)
     args = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
+    args += ["-m", "headwater", "-m", "headwater.__main__"]
     for name in PACKAGES:
         if any((ROOT / name).glob("*.py")):
             args += ["-p", f"headwater.{name}"]

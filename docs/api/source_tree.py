@@ -2,8 +2,9 @@
 
 The top-level folders are mapped onto ``headwater.*`` by setuptools' package-dir, which griffe cannot follow
 through an editable install (it looks for a ``headwater/`` folder next to each mapped one). As
-``tools/typecheck.py`` does for mypy, this lays out ``headwater/`` as links to those folders in a temporary
-directory and puts it first on ``sys.path``, where mkdocstrings' python handler searches. Loaded by ``hooks:`` in
+``tools/typecheck.py`` does for mypy, this lays out ``headwater/`` as links to those folders and to the root
+package's own files in a temporary directory and makes it the python handler's search path (its default, the
+repository's root, would find the root package's ``headwater/`` folder alone). Loaded by ``hooks:`` in
 ``mkdocs.yml``.
 """
 
@@ -27,11 +28,14 @@ _tree: list[Path] = []  # the temporary directory, once made
 def on_config(config: Any) -> None:
     if not _tree:
         tree = Path(tempfile.mkdtemp(prefix="headwater-api-"))
+        (tree / "headwater").mkdir()
+        for source in (ROOT / "headwater").iterdir():
+            if source.is_file():
+                (tree / "headwater" / source.name).symlink_to(source)
         for name in PACKAGES:
-            link = tree / "headwater" / name
-            link.parent.mkdir(exist_ok=True)
-            link.symlink_to(ROOT / name, target_is_directory=True)
+            (tree / "headwater" / name).symlink_to(ROOT / name, target_is_directory=True)
         _tree.append(tree)
+    config["plugins"]["mkdocstrings"].config["handlers"].setdefault("python", {})["paths"] = [str(_tree[0])]
     if str(_tree[0]) not in sys.path:
         sys.path.insert(0, str(_tree[0]))
 

@@ -1,5 +1,5 @@
 """The JDBC-CDC source connector: provisions what its capture mode needs when it starts, runs one task, and removes
-what it provisioned only when it is deleted (``stop(connector_deleted=True)``, seed KIP-901), never on a plain stop,
+what it provisioned only when it is deleted (``stop(connector_deleted=True)``, KIP-901), never on a plain stop,
 restart or reconfiguration. The runtime delivers that stop whatever state the connector is deleted in, to an
 instance whose ``start`` may have raised part way (a FAILED connector, or the instance a worker starts to tell a
 STOPPED one), so the cleanup needs only the config: it finds what to drop by name."""

@@ -1,11 +1,16 @@
-"""Kafka mirror source connector (seed KIP-310): copies matching topics of a source cluster into the worker's cluster.
+"""Kafka mirror source connector (KIP-310): copies matching topics of a source cluster into the worker's cluster.
 
 Install with ``pip install 'headwater[kafka-mirror]'``; its entry point is ``kafka-mirror``
 (``connector.class=kafka-mirror``). Run it with ``key.converter=bytes``, ``value.converter=bytes`` and
 ``header.converter=bytes`` so records are copied byte for byte.
 """
 
-from headwater.reference_connectors.kafka_mirror.config import CONFIG_DEF, SEED_CONFIG, MirrorConfig, whitelist_pattern
+from headwater.reference_connectors.kafka_mirror.config import (
+    CONFIG_DEF,
+    KIP_310_CONFIG,
+    MirrorConfig,
+    whitelist_pattern,
+)
 from headwater.reference_connectors.kafka_mirror.connector import KafkaMirrorSourceConnector
 from headwater.reference_connectors.kafka_mirror.monitor import PartitionMonitor
 from headwater.reference_connectors.kafka_mirror.partitions import (
@@ -19,7 +24,7 @@ from headwater.reference_connectors.kafka_mirror.task import KafkaMirrorSourceTa
 
 __all__ = [
     "CONFIG_DEF",
-    "SEED_CONFIG",
+    "KIP_310_CONFIG",
     "TASK_PARTITIONS",
     "KafkaMirrorSourceConnector",
     "KafkaMirrorSourceTask",

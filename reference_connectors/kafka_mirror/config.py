@@ -1,4 +1,4 @@
-"""The mirror connector's configuration: seed KIP-310's standard and advanced options, and its client prefixes.
+"""The mirror connector's configuration: KIP-310's standard and advanced options, and its client prefixes.
 
 Client settings: every ``source.`` key, prefix removed, goes to both the source consumer and the partition monitor's
 admin client; ``connector.consumer.`` keys override them for the consumer, ``connector.admin.`` keys for the admin
@@ -59,7 +59,7 @@ _MAX_TOPIC_LENGTH = 249
 
 
 def whitelist_pattern(text: str) -> re.Pattern[str]:
-    """The seed's whitelist rule: trim, read ``,`` as ``|``, drop spaces and surrounding quotes, then compile; the
+    """KIP-310's whitelist rule: trim, read ``,`` as ``|``, drop spaces and surrounding quotes, then compile; the
     pattern must match a whole topic name (use ``fullmatch``)."""
     expression = text.strip().replace(",", "|").replace(" ", "").strip("\"'")
     return re.compile(expression)
@@ -97,7 +97,7 @@ def _deserializer(key: str, value: Any) -> None:
 _STANDARD = "Standard"
 _ADVANCED = "Advanced"
 
-SEED_CONFIG = (
+KIP_310_CONFIG = (
     ConfigDef()
     .define(
         BOOTSTRAP_SERVERS,
@@ -217,22 +217,22 @@ SEED_CONFIG = (
         group=_ADVANCED,
     )
 )
-"""Every option of seed KIP-310 with its default and validator."""
+"""Every option of KIP-310 with its default and validator."""
 
 
 def _overrides(prefix: str, options: tuple[str, ...], client: str) -> ConfigDef:
     found = ConfigDef()
     for option in options:
-        base = SEED_CONFIG.keys[SOURCE_PREFIX + option]
+        base = KIP_310_CONFIG.keys[SOURCE_PREFIX + option]
         name = prefix + option
         found.keys[name] = replace(base, name=name, default=None, documentation=f"{base.name} for the {client} only.")
     return found
 
 
-CONFIG_DEF = SEED_CONFIG.merge(_overrides(CONSUMER_PREFIX, CONSUMER_OPTIONS, "consumer")).merge(
+CONFIG_DEF = KIP_310_CONFIG.merge(_overrides(CONSUMER_PREFIX, CONSUMER_OPTIONS, "consumer")).merge(
     _overrides(ADMIN_PREFIX, ADMIN_OPTIONS, "admin client")
 )
-"""The seed's options plus the ``connector.consumer.`` and ``connector.admin.`` overrides of those the clients use."""
+"""KIP-310's options plus the ``connector.consumer.`` and ``connector.admin.`` overrides of those the clients use."""
 
 
 def _text(value: Any) -> str:

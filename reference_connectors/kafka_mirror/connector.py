@@ -1,4 +1,4 @@
-"""The Kafka mirror source connector (seed KIP-310): copies the topics of a source cluster that match a whitelist
+"""The Kafka mirror source connector (KIP-310): copies the topics of a source cluster that match a whitelist
 into the worker's cluster, optionally under a prefix.
 
 Records are copied as bytes by default, so run it with the worker's pass-through converters::

@@ -1,4 +1,4 @@
-"""The partition monitor (seed KIP-310): watches the source cluster's matching topic partitions on a thread of its
+"""The partition monitor (KIP-310): watches the source cluster's matching topic partitions on a thread of its
 own and asks for a task reconfiguration when they change, or when their leaders do if that is enabled."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Source topic partitions with their leaders: how the partition monitor finds them and how they are split into
-task configs (seed KIP-310: grouped by leader, ``min(tasks.max, partitions)`` tasks)."""
+task configs (KIP-310: grouped by leader, ``min(tasks.max, partitions)`` tasks)."""
 
 from __future__ import annotations
 

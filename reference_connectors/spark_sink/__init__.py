@@ -1,4 +1,4 @@
-"""Spark sink connector (seed KIP-89): writes topics into Parquet or Delta tables through one SparkSession per
+"""Spark sink connector (KIP-89): writes topics into Parquet or Delta tables through one SparkSession per
 worker process, exactly once, with the offsets stored in the table.
 
 Install with ``pip install 'headwater[spark-sink]'``; its entry point is ``spark-sink``

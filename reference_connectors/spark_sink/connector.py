@@ -1,5 +1,5 @@
 """The Spark sink connector: writes the records of its topics into a Parquet or Delta table through the worker's
-SparkSession, exactly once (seed KIP-89; the offsets live in the table).
+SparkSession, exactly once (KIP-89; the offsets live in the table).
 
 Run it with ``value.converter=bytes`` (and ``key.converter=bytes``), so the task parses the JSON values itself in
 Arrow and a value that is not JSON is a record that does not fit the schema, sent to the dead-letter topic under

@@ -1,4 +1,4 @@
-"""The Spark sink task (seed KIP-89): buffers records, flushes them by its own policy, commits only what is written,
+"""The Spark sink task (KIP-89): buffers records, flushes them by its own policy, commits only what is written,
 and keeps its offsets in the table rather than trusting the consumer group.
 
 - **Flush policy.** ``put`` buffers; it flushes once ``flush.max.records`` records or ``flush.max.bytes`` bytes are

@@ -1,4 +1,4 @@
-"""The source task loop (Kafka Connect's ``AbstractWorkerSourceTask`` with seed KIP-910's heartbeats).
+"""The source task loop (Kafka Connect's ``AbstractWorkerSourceTask`` with KIP-910's heartbeats).
 
 One pass: serve delivery callbacks; commit offsets if ``offset.flush.interval.ms`` has passed; if paused,
 stop there; if nothing is waiting to be sent, ask for heartbeat records when ``heartbeat.interval.ms`` has

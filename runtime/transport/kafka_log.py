@@ -29,9 +29,7 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._listoffsets import OffsetSpec
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from headwater.runtime.transport.base import Delivery, LogApply, record_key
 from headwater.sdk.errors import ConnectError

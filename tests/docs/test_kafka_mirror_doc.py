@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from headwater.reference_connectors.kafka_mirror import CONFIG_DEF, SEED_CONFIG
+from headwater.reference_connectors.kafka_mirror import CONFIG_DEF, KIP_310_CONFIG
 from headwater.reference_connectors.kafka_mirror.config import ADMIN_PREFIX, CONSUMER_PREFIX
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "kafka-mirror.md"
@@ -26,7 +26,7 @@ def rendered(default: object) -> str:
 
 def test_every_option_is_documented_with_its_default() -> None:
     documented = documented_defaults()
-    expected = {key.name: "required" if key.required else rendered(key.default) for key in SEED_CONFIG.keys.values()}
+    expected = {key.name: "required" if key.required else rendered(key.default) for key in KIP_310_CONFIG.keys.values()}
     assert documented == expected
 
 

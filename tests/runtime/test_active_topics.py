@@ -1,5 +1,6 @@
 """Active-topic tracking (KIP-558) on the simulated worker: when a topic counts as used, what a reset forgets, and
-that nothing is written when tracking is off (kafka-connect-runtime.md §4b, §4c's extra checks)."""
+that nothing is written when tracking is off (Kafka Connect's ``ConnectorTopicsIntegrationTest`` checks, and what
+restarts, reconfigurations and stops keep)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ from typing import Any
 import pluggy
 import pytest
 
+from headwater.demo import ParquetFileSink
 from headwater.harness import MonitorableSinkConnector, MonitorableSourceConnector
-from headwater.harness.demo import ParquetFileSink
 from headwater.runtime import plugins
 from headwater.runtime.plugins import implements_hook, installed_connectors, plugin_manager, resolve_connector_class
 from headwater.runtime.worker import Worker
@@ -62,8 +62,8 @@ def test_an_entry_point_that_cannot_load_is_left_out_and_named_when_asked_for(
         ("MonitorableSourceConnector", MonitorableSourceConnector),
         ("headwater.harness.monitorable:MonitorableSourceConnector", MonitorableSourceConnector),
         ("headwater.harness.monitorable.MonitorableSourceConnector", MonitorableSourceConnector),
-        ("headwater.harness.demo.sink:ParquetFileSink", ParquetFileSink),
-        ("headwater.harness.demo.sink.ParquetFileSink", ParquetFileSink),
+        ("headwater.demo.sink:ParquetFileSink", ParquetFileSink),
+        ("headwater.demo.sink.ParquetFileSink", ParquetFileSink),
         (MonitorableSinkConnector, MonitorableSinkConnector),
         (ParquetFileSink, ParquetFileSink),
     ],

@@ -1,4 +1,4 @@
-"""stop(connector_deleted) (seed KIP-901): who is told what, and in which order, whatever state the deleted connector
+"""stop(connector_deleted) (KIP-901): who is told what, and in which order, whatever state the deleted connector
 is in."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """On a real Kafka broker and PostgreSQL, through ``headwater standalone`` in a subprocess and its REST API: a
 JDBC-CDC connector in log mode, stopped (``PUT /connectors/{name}/stop``, which keeps its slot and publication) and
 then deleted (``DELETE /connectors/{name}``), leaves no replication slot, publication, trigger or audit table: the
-worker starts an instance with the connector's config to deliver ``stop(connector_deleted=True)`` (seed KIP-901)."""
+worker starts an instance with the connector's config to deliver ``stop(connector_deleted=True)`` (KIP-901)."""
 
 from __future__ import annotations
 

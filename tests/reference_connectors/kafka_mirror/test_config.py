@@ -1,4 +1,4 @@
-"""The mirror connector's configuration: the seed's defaults, the whitelist rule, the client prefixes' precedence,
+"""The mirror connector's configuration: KIP-310's defaults, the whitelist rule, the client prefixes' precedence,
 and every key's bad values rejected with a message naming the key."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from headwater.reference_connectors.kafka_mirror import (
     CONFIG_DEF,
-    SEED_CONFIG,
+    KIP_310_CONFIG,
     KafkaMirrorSourceConnector,
     MirrorConfig,
     whitelist_pattern,
@@ -26,7 +26,7 @@ MINIMAL = {
     "source.group.id": "kafka-connect",
 }
 
-SEED_DEFAULTS = {
+KIP_310_DEFAULTS = {
     "source.auto.offset.reset": "earliest",
     "destination.topics.prefix": "",
     "include.message.headers": True,
@@ -40,18 +40,18 @@ SEED_DEFAULTS = {
     "source.value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
     "source.enable.auto.commit": True,
 }
-"""The seed's advanced defaults, as its table gives them."""
+"""KIP-310's advanced defaults, as its table gives them."""
 
 
 def parse(**overrides: Any) -> MirrorConfig:
     return MirrorConfig.parse({**MINIMAL, **{k.replace("_", "."): v for k, v in overrides.items()}})
 
 
-def test_every_seed_option_is_defined_with_the_seeds_default() -> None:
+def test_every_kip_310_option_is_defined_with_its_default() -> None:
     required = {"source.bootstrap.servers", "source.topic.whitelist", "source.group.id"}
-    assert set(SEED_CONFIG.keys) == required | set(SEED_DEFAULTS)
-    assert {name for name, key in SEED_CONFIG.keys.items() if key.required} == required
-    assert {name: SEED_CONFIG.keys[name].default for name in SEED_DEFAULTS} == SEED_DEFAULTS
+    assert set(KIP_310_CONFIG.keys) == required | set(KIP_310_DEFAULTS)
+    assert {name for name, key in KIP_310_CONFIG.keys.items() if key.required} == required
+    assert {name: KIP_310_CONFIG.keys[name].default for name in KIP_310_DEFAULTS} == KIP_310_DEFAULTS
 
 
 def test_the_minimal_config_parses_with_the_defaults() -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from headwater.harness.simulated_cluster import OFFSETS_TOPIC, SimulatedCluster
+from headwater.harness import SimulatedCluster
+from headwater.harness.simulated_cluster import OFFSETS_TOPIC
 from headwater.runtime.storage.offsets import parse_offset_key
 from headwater.runtime.tasks.base import TaskId
 

@@ -1,5 +1,5 @@
 """``GET /``, creating, reading, reconfiguring and deleting connectors over HTTP, with Kafka Connect's shapes and
-status codes (kafka-connect-runtime.md §7)."""
+status codes (Kafka Connect's ``RootResource``, ``ConnectorsResource`` and ``ConnectExceptionMapper``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deleting over HTTP (seed KIP-901): a task that provisions an external resource (a file) is told
+"""Deleting over HTTP (KIP-901): a task that provisions an external resource (a file) is told
 ``stop(connector_deleted=True)`` exactly once, on DELETE only, and removes it; restarts, pause/resume,
 reconfiguration and stop never pass True."""
 

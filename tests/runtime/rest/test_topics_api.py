@@ -1,4 +1,4 @@
-"""Active topics (KIP-558) over HTTP: the seed's three curl examples, sources (heartbeats included) and sinks,
+"""Active topics (KIP-558) over HTTP: KIP-558's three curl examples, sources (heartbeats included) and sinks,
 resets, disabled tracking, the status-topic records, and deletion resetting a connector's topics."""
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ def wait_for_topics(worker: RestWorker, name: str, expected: list[str]) -> None:
     wait_until(lambda: worker.topics(name) == expected, f"{name}'s active topics becoming {expected}")
 
 
-# ---- the seed's examples --------------------------------------------------------------------------------------
+# ---- KIP-558's examples ----------------------------------------------------------------------------------------------
 
 
-def test_seed_list_a_connectors_topics(rest_worker: RestWorker, unique_name: str) -> None:
+def test_kip_558_list_a_connectors_topics(rest_worker: RestWorker, unique_name: str) -> None:
     topic = f"{unique_name}-foo"
     rest_worker.create(unique_name, source_config(topic))
     wait_for_topics(rest_worker, unique_name, [topic])
@@ -42,7 +42,7 @@ def test_seed_list_a_connectors_topics(rest_worker: RestWorker, unique_name: str
     assert response.json() == {unique_name: {"topics": [topic]}}
 
 
-def test_seed_reset_a_connectors_topics(rest_worker: RestWorker, unique_name: str) -> None:
+def test_kip_558_reset_a_connectors_topics(rest_worker: RestWorker, unique_name: str) -> None:
     topic = f"{unique_name}-foo"
     rest_worker.create(unique_name, source_config(topic))
     wait_for_topics(rest_worker, unique_name, [topic])
@@ -56,7 +56,7 @@ def test_seed_reset_a_connectors_topics(rest_worker: RestWorker, unique_name: st
     assert rest_worker.topics(unique_name) == []
 
 
-def test_seed_reset_when_not_allowed(make_rest_worker: MakeWorker, unique_name: str) -> None:
+def test_kip_558_reset_when_not_allowed(make_rest_worker: MakeWorker, unique_name: str) -> None:
     worker = make_rest_worker(topic_tracking_allow_reset="false")
     topic = f"{unique_name}-foo"
     worker.create(unique_name, source_config(topic))

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from headwater.harness.kafka_worker import RawRecords
 from headwater.runtime.storage import ConfigStore, ConfigView, KafkaConfigStore, MemoryConfigStore

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 import headwater.runtime.storage as storage
 from headwater.harness.kafka_worker import RawRecords

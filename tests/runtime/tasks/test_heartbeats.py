@@ -1,5 +1,6 @@
-"""Source heartbeats (seed KIP-910): the five black-box checks of kafka-connect-runtime.md §1c and the timer rules,
-on the virtual clock."""
+"""Source heartbeats (KIP-910), on the virtual clock: none at interval 0, one per interval while running and none
+while paused, committed at the next flush, never past an unacknowledged predecessor of their partition, the
+connector's topic and interval over the worker's, and the timer rules."""
 
 from __future__ import annotations
 

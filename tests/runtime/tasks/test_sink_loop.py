@@ -1,6 +1,7 @@
 """The sink task loop on the simulated worker: pre_commit, request_commit, rebalances, pause, redelivery.
 
-The black-box checks of kafka-connect-runtime.md §2c, on the virtual clock.
+Kafka Connect's ``WorkerSinkTaskTest`` and ``WorkerSinkTaskThreadedTest`` checks, as black-box checks on the virtual
+clock.
 """
 
 from __future__ import annotations

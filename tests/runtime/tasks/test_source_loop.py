@@ -1,7 +1,7 @@
 """The source task loop on the simulated worker: offsets, commits, send failures, pause, converters, and (on a real
 broker too) records a compacted topic refuses and heartbeats keyed for it.
 
-Kafka Connect's WorkerSourceTaskTest checks (kafka-connect-runtime.md §1c), on the virtual clock.
+Kafka Connect's ``WorkerSourceTaskTest`` checks, on the virtual clock.
 """
 
 from __future__ import annotations

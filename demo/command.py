@@ -1,4 +1,4 @@
-"""``python -m headwater.harness.demo`` (``make demo``): run the demo and print its summary."""
+"""``python -m headwater.demo`` (``make demo``): run the demo and print its summary."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from headwater.harness.demo.pipeline import DemoFailed, DemoOptions, run_demo
-from headwater.harness.demo.worker import RestError
+from headwater.demo.pipeline import DemoFailed, DemoOptions, run_demo
+from headwater.demo.worker import RestError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """0 when the table holds every change exactly once, 1 when not or when a step failed (said on stderr)."""
     parser = argparse.ArgumentParser(
-        prog="python -m headwater.harness.demo",
+        prog="python -m headwater.demo",
         description="CDC from SQLite into Kafka and a Parquet table, on an embedded worker managed over REST.",
     )
     parser.add_argument("--dir", type=Path, default=None, help="where the files go (default: a new temporary one)")

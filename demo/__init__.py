@@ -4,13 +4,13 @@ happened (records moved, committed offsets, heartbeats, active topics, where the
 
 It runs on what the machine has: a Kafka cluster given by ``--bootstrap`` or ``HEADWATER_KAFKA_BOOTSTRAP``, else a
 broker started from the local jars (Java and Maven), else the in-memory transport; the Spark sink where Java is,
-else a pyarrow sink. Run it with ``python -m headwater.harness.demo``.
+else a pyarrow sink. Run it with ``python -m headwater.demo``.
 """
 
-from headwater.harness.demo.command import main
-from headwater.harness.demo.pipeline import DemoFailed, DemoOptions, run_demo
-from headwater.harness.demo.shop import Shop
-from headwater.harness.demo.sink import ParquetFileSink
-from headwater.harness.demo.summary import Summary, read_table
+from headwater.demo.command import main
+from headwater.demo.pipeline import DemoFailed, DemoOptions, run_demo
+from headwater.demo.shop import Shop
+from headwater.demo.sink import ParquetFileSink
+from headwater.demo.summary import Summary, read_table
 
 __all__ = ["DemoFailed", "DemoOptions", "ParquetFileSink", "Shop", "Summary", "main", "read_table", "run_demo"]

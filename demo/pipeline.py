@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from headwater.harness.demo.backend import SparkStarter, choose_backend, spark_missing
-from headwater.harness.demo.shop import Shop
-from headwater.harness.demo.summary import Summary, read_table
-from headwater.harness.demo.worker import DemoWorker, RestClient
+from headwater.demo.backend import SparkStarter, choose_backend, spark_missing
+from headwater.demo.shop import Shop
+from headwater.demo.summary import Summary, read_table
+from headwater.demo.worker import DemoWorker, RestClient
 
 VALUE_SCHEMA = "op STRING NOT NULL, ts_ms BIGINT"
 """The change event's fields the table keeps, beside the record's topic, partition, offset, timestamp and key."""
@@ -103,7 +103,7 @@ def source_config(shop: Shop, names: Names, tables: str) -> dict[str, str]:
 def sink_config(names: Names, table: Path, spark: bool) -> dict[str, str]:
     config = {"topics": f"{names.prefix}.orders", "table.path": str(table), "flush.max.records": "1000"}
     if not spark:
-        return {**config, "connector.class": "headwater.harness.demo.sink:ParquetFileSink"}
+        return {**config, "connector.class": "headwater.demo.sink:ParquetFileSink"}
     return {
         **config,
         "connector.class": "spark-sink",

@@ -1,4 +1,4 @@
-"""The README's main job, ``make demo`` (:mod:`headwater.harness.demo`): its real run on the real broker with
+"""The README's main job, ``make demo`` (:mod:`headwater.demo`): its real run on the real broker with
 the Spark sink, its fallback without Java (the in-memory transport and the pyarrow sink), and that fallback sink's
 commits.
 
@@ -23,16 +23,16 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
+from headwater.demo import ParquetFileSink, Summary, main
+from headwater.demo.backend import spark_missing
 from headwater.harness import SimulatedWorker
 from headwater.harness.cluster import BOOTSTRAP_ENV
-from headwater.harness.demo import ParquetFileSink, Summary, main
-from headwater.harness.demo.backend import spark_missing
 from headwater.sdk import TopicPartition
 
 IN_A_CHILD = """
 import io, pickle, sys
 from pathlib import Path
-from headwater.harness.demo import DemoOptions, run_demo
+from headwater.demo import DemoOptions, run_demo
 out = io.StringIO()
 summary = run_demo(DemoOptions(directory=Path(sys.argv[1]), bootstrap=sys.argv[2], timeout_s=600), out)
 Path(sys.argv[3]).write_bytes(pickle.dumps((summary, out.getvalue())))

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from headwater.harness.demo.backend import Backend
+from headwater.demo.backend import Backend
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.startup import kafka_cluster_id

@@ -1,0 +1,5 @@
+import sys
+
+from headwater.demo.command import main
+
+sys.exit(main())

@@ -1,5 +1,0 @@
-import sys
-
-from headwater.harness.demo.command import main
-
-sys.exit(main())

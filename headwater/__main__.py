@@ -1,0 +1,7 @@
+"""``python -m headwater``: the ``headwater`` command."""
+
+import sys
+
+from headwater.runtime.cli import main
+
+sys.exit(main())

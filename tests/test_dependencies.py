@@ -1,0 +1,23 @@
+"""Declared dependencies match imports: deptry, configured in ``pyproject.toml``'s ``[tool.deptry]``, reads every
+import of the shipped packages and the declared dependencies and extras (the ``dev`` extra counted as a dev group)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_declared_dependencies_match_the_imports() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "deptry", "--no-ansi", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No dependency issues found" in done.stdout + done.stderr
