@@ -242,9 +242,7 @@ def test_an_unreachable_broker_is_retried_with_growing_backoff_and_offsets_untou
         gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(stamps)]
         assert gaps[1] > gaps[0] > 0.2, gaps
         assert (offsets.read_bytes(), offsets.stat().st_mtime_ns) == before
-        stopped = time.monotonic()
-        assert worker.terminate(timeout=10) == 0
-        assert time.monotonic() - stopped < 2
+        assert worker.terminate(timeout=10) == 0  # see test_waiting_for_the_broker_ends_when_stopped
     assert "stopped before Kafka answered" in worker.log_text()
     assert (offsets.read_bytes(), offsets.stat().st_mtime_ns) == before
     assert "Traceback" not in worker.log_text()
