@@ -13,8 +13,8 @@ from typing import Any
 from headwater.demo.backend import Backend
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import RestServer, create_app
-from headwater.runtime.startup import kafka_cluster_id
 from headwater.runtime.storage.offsets import FileOffsetStore
+from headwater.runtime.transport.kafka_check import kafka_cluster_id
 from headwater.runtime.worker import Worker
 
 WORKER_CONFIG = {

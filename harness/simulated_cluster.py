@@ -20,7 +20,7 @@ from typing import Any
 
 from headwater.harness.simulated import SIMULATED_DEFAULTS
 from headwater.runtime.clock import VirtualClock
-from headwater.runtime.distributed.restarts import ClusterConfigStore
+from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.herder.distributed import DistributedHerder
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore

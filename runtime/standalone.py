@@ -31,9 +31,7 @@ from headwater.runtime.properties import ConfigFile, read_connector_properties, 
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.startup import (
     advertised_id,
-    check_broker,
     initial_worker_id,
-    kafka_cluster_id,
     log_state,
     run_worker_command,
     wait_for_broker,
@@ -41,6 +39,7 @@ from headwater.runtime.startup import (
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.transport.kafka import KafkaTransport
+from headwater.runtime.transport.kafka_check import check_broker, kafka_cluster_id
 from headwater.runtime.worker import Worker, connector_config_def
 from headwater.sdk.config import ConfigDef, Importance, Type, at_least
 from headwater.sdk.errors import ConfigError, ConnectError

@@ -19,16 +19,14 @@ from confluent_kafka import KafkaException
 
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import parse_listener
+from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG, slots_prefix
-from headwater.runtime.distributed.restarts import ClusterConfigStore
 from headwater.runtime.herder.distributed import DistributedHerder
 from headwater.runtime.properties import ConfigFile, read_properties
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.startup import (
     advertised_id,
-    check_broker,
     initial_worker_id,
-    kafka_cluster_id,
     log_state,
     run_worker_command,
     wait_for_broker,
@@ -36,6 +34,7 @@ from headwater.runtime.startup import (
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.transport.kafka import KafkaTransport
+from headwater.runtime.transport.kafka_check import check_broker, kafka_cluster_id
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
 

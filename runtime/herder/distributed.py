@@ -15,9 +15,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.group import SlotGroup
 from headwater.runtime.distributed.member import Member
-from headwater.runtime.distributed.restarts import ClusterConfigStore
 from headwater.runtime.distributed.slots import Slot, SlotPlan
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from headwater.runtime.distributed import RestartRequest
-from headwater.runtime.distributed.restarts import ClusterConfigStore, parse_restart, restart_record
+from headwater.runtime.distributed.cluster_configs import ClusterConfigStore, parse_restart, restart_record
 from headwater.runtime.storage import ConfigView
 from headwater.runtime.storage.configs import connector_record
 
