@@ -93,11 +93,15 @@ class Herder(abc.ABC):
         return created
 
     def patch_connector_config(self, name: str, changes: Mapping[str, Any]) -> None:
-        """Change some keys of the connector's config; a ``None`` value removes its key. Read, merge and write
-        are one step: no other request of this worker changes the config in between."""
+        """Change some keys of the connector's config; a ``None`` value removes its key. The merged config must be
+        valid (:class:`~headwater.runtime.errors.InvalidConfigError` otherwise). Merge and write are one step: no
+        other PATCH or PUT, through this worker or another, makes either's change go missing."""
         with self.lock:
             config = {**self._require(name), **changes}
-            self.put_connector_config(name, {key: value for key, value in config.items() if value is not None})
+            merged = {key: value for key, value in config.items() if value is not None}
+            check_connector_config(merged)
+            self.worker.validate(merged)
+            self._patch_config(name, dict(changes), merged)
 
     def delete_connector(self, name: str) -> None:
         """Delete the connector: its tasks, then its instance, get ``stop(connector_deleted=True)`` whatever its
@@ -244,6 +248,11 @@ class Herder(abc.ABC):
     @abc.abstractmethod
     def _write_config(self, name: str, props: dict[str, Any], created: bool, initial: TargetState) -> None:
         """Store a valid config; ``initial`` is a new connector's target state."""
+
+    def _patch_config(self, name: str, changes: dict[str, Any], merged: dict[str, Any]) -> None:
+        """Store a PATCH: ``changes`` to the stored config, which make it ``merged`` (validated) as this worker
+        sees it. Where configs change only under :attr:`lock`, storing ``merged`` is enough."""
+        self._write_config(name, merged, False, TargetState.STARTED)
 
     @abc.abstractmethod
     def _remove(self, name: str) -> None:

@@ -125,6 +125,11 @@ class DistributedHerder(Herder):
             self.config_store.put_target_state(name, initial)  # before the config (KIP-980)
         self.config_store.put_connector_config(name, props)
 
+    def _patch_config(self, name: str, changes: dict[str, Any], merged: dict[str, Any]) -> None:
+        """A patch record: every worker merges ``changes`` into the config it has at that point of the config
+        topic, so a PATCH or PUT through another worker a moment before is kept, not overwritten."""
+        self.config_store.patch_connector_config(name, changes)
+
     def _remove(self, name: str) -> None:
         """Tombstone the connector's config and target state; the workers running it then give up its slots
         (:class:`~headwater.runtime.distributed.member.Member`)."""

@@ -27,6 +27,7 @@ import contextlib
 import copy
 import enum
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -68,6 +69,11 @@ class ConfigStore(Protocol):
     def put_connector_config(self, name: str, props: Mapping[str, Any]) -> None:
         """Create or replace the connector's config. Values are written as JSON (Java workers expect strings)."""
 
+    def patch_connector_config(self, name: str, changes: Mapping[str, Any]) -> None:
+        """Change some keys of the connector's config (a ``None`` value removes its key), applied to the config
+        every reader has at that point of the topic: two patches through different workers never lose one
+        another's change."""
+
     def remove_connector(self, name: str) -> None:
         """Forget the connector: its config, task configs and target state."""
 
@@ -103,6 +109,14 @@ def connector_record(name: str, props: Mapping[str, Any] | None) -> Record:
     return f"connector-{name}".encode(), None if props is None else json_bytes({"properties": dict(props)})
 
 
+def patch_record(name: str, changes: Mapping[str, Any], id: str) -> Record:
+    """``patch-connector-<id>``: Headwater's change of some keys of a connector's config (``null`` removes one),
+    merged into the config its readers have when they read it, so a PATCH is one step for the whole cluster without
+    a leader. A later ``connector-<name>`` record (a replace or a delete) tombstones the patches before it. Java
+    workers skip the key, as they skip any they do not know."""
+    return f"patch-connector-{id}".encode(), json_bytes({"connector": name, "properties": dict(changes)})
+
+
 def task_record(name: str, task: int, props: Mapping[str, Any]) -> Record:
     """``task-<name>-<task>``: one task's config, applied when the commit record comes."""
     return f"task-{name}-{task}".encode(), json_bytes({"properties": dict(props)})
@@ -134,6 +148,8 @@ class ConfigView:
         self.pending: dict[str, dict[int, dict[str, Any]]] = {}
         self.inconsistent: set[str] = set()
         self.target_states: dict[str, str] = {}
+        self.patches: dict[str, set[str]] = {}
+        """Connector -> the keys of the patch records applied to its config since its last full config."""
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
         """Read one record."""
@@ -146,6 +162,8 @@ class ConfigView:
             return
         if text.startswith("target-state-"):
             self._target_state(text.removeprefix("target-state-"), data)
+        elif text.startswith("patch-connector-"):
+            self._patch(text, data)
         elif text.startswith("connector-"):
             self._connector(text.removeprefix("connector-"), data)
         elif text.startswith("task-"):
@@ -155,6 +173,18 @@ class ConfigView:
                 self.pending.setdefault(name, {})[int(task)] = properties
         elif text.startswith("commit-"):
             self._commit(text.removeprefix("commit-"), data)
+
+    def _patch(self, key: str, data: dict[str, Any] | None) -> None:
+        if data is None:
+            for keys in self.patches.values():
+                keys.discard(key)
+            return
+        name, changes = data.get("connector"), data.get("properties")
+        if not isinstance(name, str) or not isinstance(changes, dict) or name not in self.configs:
+            return
+        merged = {**self.configs[name], **changes}
+        self.configs[name] = {k: v for k, v in merged.items() if v is not None}
+        self.patches.setdefault(name, set()).add(key)
 
     def _connector(self, name: str, data: dict[str, Any] | None) -> None:
         if data is None:
@@ -226,10 +256,20 @@ class _RecordConfigStore:
     def put_connector_config(self, name: str, props: Mapping[str, Any]) -> None:
         with _encoding(name):
             record = connector_record(name, props)
+        self._write([record, *self._patch_tombstones(name)])
+
+    def patch_connector_config(self, name: str, changes: Mapping[str, Any]) -> None:
+        with _encoding(name):
+            record = patch_record(name, changes, uuid.uuid4().hex)
         self._write([record])
 
     def remove_connector(self, name: str) -> None:
-        self._write([connector_record(name, None), target_state_record(name, None)])
+        self._write([connector_record(name, None), target_state_record(name, None), *self._patch_tombstones(name)])
+
+    def _patch_tombstones(self, name: str) -> list[Record]:
+        """Tombstones of the patch records a full config of the connector makes history (compaction drops them)."""
+        with self._lock:
+            return [(key.encode(), None) for key in sorted(self._view.patches.get(name, ()))]
 
     def put_task_configs(self, name: str, configs: Sequence[Mapping[str, Any]]) -> None:
         with _encoding(name):

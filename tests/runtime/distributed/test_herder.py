@@ -234,3 +234,22 @@ def test_sink_tasks_consume_on_whichever_worker_runs_them(
         return sum(len(handle.records) for (name, _), handle in runtime_handles.tasks.items() if name == sink)
 
     wait_until(lambda: received() == 6, "the six records at the sink")
+
+
+def test_patches_through_two_workers_keep_both_changes(make_worker: MakeWorker, unique_name: str) -> None:
+    a, b = running_source(make_worker, unique_name)
+    first = a.http.patch("/connectors/src/config", json={"messages.per.poll": "3"})
+    second = b.http.patch("/connectors/src/config", json={"max.messages": "1000"})
+    assert (first.status_code, second.status_code) == (200, 200), (first.text, second.text)
+    for worker in (a, b):
+        wait_until(
+            lambda w=worker: (
+                {
+                    k: v
+                    for k, v in w.http.get("/connectors/src/config").json().items()
+                    if k in ("messages.per.poll", "max.messages")
+                }
+                == {"messages.per.poll": "3", "max.messages": "1000"}
+            ),
+            "both changes read back",
+        )

@@ -123,3 +123,19 @@ def test_a_connector_deleted_during_a_rebalance_runs_nowhere_afterwards() -> Non
 def balanced_over(cluster: SimulatedCluster, workers: int) -> bool:
     counts = [len(tasks) for tasks in cluster.assignment().values()]
     return len(counts) == workers and max(counts) - min(counts) <= 1
+
+
+def test_patches_through_two_workers_at_once_keep_both_changes() -> None:
+    cluster = SimulatedCluster(2)
+    create(cluster)
+    cluster.run_until(lambda: balanced(cluster), what="8 tasks spread over 2 workers")
+    first, second = cluster.live
+    # the second worker has not read the first's patch when it merges its own: a read-modify-write would lose it
+    first.herder.patch_connector_config("a", {"topic": "out-a2"})
+    second.herder.patch_connector_config("a", {"tasks.max": "2"})
+    expected = {"connector.class": SOURCE, "tasks.max": "2", "topic": "out-a2", "name": "a"}
+    for worker in cluster.live:
+        worker.config_store.refresh()
+        assert worker.herder.connector_config("a") == expected
+    cluster.run_until(lambda: [id.task for id in cluster.running(["a"])] == [0, 1], what="a's two new tasks")
+    assert {task["topic"] for task in first.herder.tasks("a")} == {"out-a2"}

@@ -190,6 +190,16 @@ def write_expected_records(store: ConfigStore) -> None:
     store.remove_connector("my-conn")
 
 
+def test_a_patch_changes_some_keys_and_a_later_replace_makes_it_history(store: ConfigStore) -> None:
+    store.put_connector_config("c", {"a": "1", "b": "2"})
+    store.patch_connector_config("c", {"b": None, "d": "4"})
+    assert store.connector_config("c") == {"a": "1", "d": "4"}
+    store.put_connector_config("c", {"a": "5"})
+    assert store.connector_config("c") == {"a": "5"}
+    store.patch_connector_config("missing", {"a": "1"})
+    assert store.connector_config("missing") is None
+
+
 def test_memory_records_are_kafka_connect_bytes() -> None:
     memory = MemoryConfigStore()
     write_expected_records(memory)
@@ -391,3 +401,26 @@ def test_kafka_repr_shows_topic_and_connectors(kafka_bootstrap: str, unique_name
         assert repr(kafka) == f"KafkaConfigStore('{unique_name}' at {kafka_bootstrap}, {{'conn': STARTED, 0 tasks}})"
     finally:
         kafka.stop()
+
+
+def compacted(records: list[tuple[bytes, bytes | None]]) -> list[tuple[bytes, bytes | None]]:
+    """What log compaction leaves of ``records``: the last record of each key, in log order, tombstones dropped."""
+    last = {key: index for index, (key, _) in enumerate(records)}
+    return [(key, value) for index, (key, value) in enumerate(records) if last[key] == index and value is not None]
+
+
+def test_patches_read_the_same_from_a_compacted_topic() -> None:
+    memory = MemoryConfigStore()
+    memory.put_connector_config("c", {"a": "1"})
+    memory.patch_connector_config("c", {"b": "2"})
+    memory.put_connector_config("c", {"a": "3"})
+    memory.patch_connector_config("c", {"c": "4"})
+    memory.patch_connector_config("c", {"a": None})
+    memory.put_connector_config("d", {"x": "1"})
+    memory.patch_connector_config("d", {"y": "2"})
+    memory.remove_connector("d")
+    expected = {"c": {"c": "4"}}
+    assert {name: memory.connector_config(name) for name in memory.connectors()} == expected
+    view = read(compacted(memory.records))
+    assert {name: view.configs[name] for name in view.configs} == expected
+    assert [key for key, _ in compacted(memory.records) if key.startswith(b"patch-")] != []
