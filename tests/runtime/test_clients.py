@@ -1,0 +1,55 @@
+"""One rule turns a worker's settings into its Kafka clients' settings, in standalone and distributed mode alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from headwater.runtime.clients import admin_settings, client_settings
+from headwater.runtime.distributed import DistributedWorker
+from headwater.runtime.properties import format_properties
+from headwater.runtime.standalone import StandaloneWorker
+
+SECURE = {
+    "bootstrap.servers": "kafka:9093",
+    "security.protocol": "SASL_SSL",
+    "sasl.mechanism": "PLAIN",
+    "sasl.username": "u",
+    "sasl.password": "p",
+    "ssl.endpoint.identification.algorithm": "none",
+    "producer.linger.ms": "20",
+    "producer.sasl.mechanism": "SCRAM-SHA-512",
+    "consumer.fetch.max.bytes": "1000",
+    "admin.request.timeout.ms": "9000",
+    "offset.flush.interval.ms": "100",
+}
+SHARED = {
+    "security.protocol": "SASL_SSL",
+    "sasl.mechanism": "PLAIN",
+    "sasl.username": "u",
+    "sasl.password": "p",
+    "ssl.endpoint.identification.algorithm": "none",
+}
+
+
+def test_every_client_shares_the_security_keys_and_its_prefixed_keys_win() -> None:
+    assert client_settings(SECURE) == SHARED
+    assert client_settings(SECURE, "producer") == {**SHARED, "linger.ms": "20", "sasl.mechanism": "SCRAM-SHA-512"}
+    assert client_settings(SECURE, "consumer") == {**SHARED, "fetch.max.bytes": "1000"}
+    assert admin_settings(SECURE, "kafka:9093") == {
+        **SHARED,
+        "request.timeout.ms": "9000",
+        "bootstrap.servers": "kafka:9093",
+    }
+
+
+def test_standalone_and_distributed_workers_give_their_clients_the_same_settings(tmp_path: Path) -> None:
+    standalone_file = tmp_path / "standalone.properties"
+    standalone_file.write_text(format_properties({**SECURE, "offset.storage.file.filename": str(tmp_path / "o")}))
+    distributed_file = tmp_path / "distributed.properties"
+    topics = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o", "status.storage.topic": "s"}
+    distributed_file.write_text(format_properties({**SECURE, **topics}))
+    standalone = StandaloneWorker.from_paths(standalone_file, [])
+    distributed = DistributedWorker.from_path(distributed_file)
+    expected = {**SHARED, "bootstrap.servers": "kafka:9093"}
+    assert standalone.transport.config == distributed.transport.config == expected
+    assert standalone.admin_config() == distributed.admin_config()
