@@ -100,7 +100,8 @@ def configuration_page() -> str:
         "Every key the worker and its connectors accept, with its type, default and valid values. A worker key may",
         "also be set per connector where the connector table lists it (`heartbeat.interval.ms`, say); client",
         "settings go through the `producer.`, `consumer.` and `admin.` prefixes (per connector: `producer.override.`",
-        "and so on), as in Kafka Connect.",
+        "and so on), as in Kafka Connect. The worker's top-level `security.protocol`, `ssl.*` and `sasl.*` keys go to",
+        "every Kafka client of the worker, in standalone and distributed mode alike; a prefixed key wins over them.",
     ]
     for title, intro, keys in SECTIONS:
         lines += ["", f"## {title}", "", intro, "", *config_table(keys())]
