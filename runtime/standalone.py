@@ -28,18 +28,18 @@ from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.properties import ConfigFile, read_connector_properties, read_properties
-from headwater.runtime.rest import RestServer, create_app
+from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
-    advertised_id,
     initial_worker_id,
     log_state,
     run_worker_command,
+    serve_rest,
     wait_for_broker,
 )
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.transport.kafka import KafkaTransport
-from headwater.runtime.transport.kafka_check import check_broker, kafka_cluster_id
+from headwater.runtime.transport.kafka_check import check_broker
 from headwater.runtime.worker import Worker, connector_config_def
 from headwater.sdk.config import ConfigDef, Importance, Type, at_least
 from headwater.sdk.errors import ConfigError, ConnectError
@@ -190,12 +190,7 @@ class StandaloneWorker:
     def _serve_rest(self) -> None:
         """Start the REST server at ``listeners``; raises ConnectError when its address cannot be bound. From then
         on the worker's id in statuses is its REST address, ``host:port``, as in Kafka Connect."""
-        host, port = self.listener
-        app = create_app(self.herder, kafka_cluster_id(self.admin_config()))
-        rest = RestServer(app, host, port)
-        rest.start()
-        self.rest = rest
-        self.worker.worker_id = advertised_id(host, rest.port)
+        self.rest, self.worker.worker_id = serve_rest(self.herder, self.listener, self.admin_config())
 
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]

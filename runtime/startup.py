@@ -11,10 +11,13 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
 
+from headwater.runtime.herder.base import Herder
+from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.tasks.base import State
+from headwater.runtime.transport.kafka_check import kafka_cluster_id
 from headwater.sdk.errors import ConfigError, ConnectError
 
 log = logging.getLogger(__name__)
@@ -27,6 +30,16 @@ def log_state(connector: str, task: int | None, state: State, trace: str | None)
     what = f"connector {connector}" if task is None else f"task {connector}-{task}"
     word = _STATE_WORDS.get(state, state.value)
     log.log(logging.ERROR if state is State.FAILED else logging.INFO, "%s %s", what, word)
+
+
+def serve_rest(herder: Herder, listener: tuple[str, int], admin_config: Mapping[str, Any]) -> tuple[RestServer, str]:
+    """Start serving Kafka Connect's REST API of ``herder`` at ``listener`` (host, port); return the server and the
+    worker's id from then on, its REST address (as in Kafka Connect). Raises ConnectError when the address cannot
+    be bound."""
+    host, port = listener
+    rest = RestServer(create_app(herder, kafka_cluster_id(admin_config)), host, port)
+    rest.start()
+    return rest, advertised_id(host, rest.port)
 
 
 def advertised_id(host: str, port: int) -> str:

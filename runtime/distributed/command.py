@@ -23,18 +23,18 @@ from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG, slots_prefix
 from headwater.runtime.herder.distributed import DistributedHerder
 from headwater.runtime.properties import ConfigFile, read_properties
-from headwater.runtime.rest import RestServer, create_app
+from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
-    advertised_id,
     initial_worker_id,
     log_state,
     run_worker_command,
+    serve_rest,
     wait_for_broker,
 )
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.transport.kafka import KafkaTransport
-from headwater.runtime.transport.kafka_check import check_broker, kafka_cluster_id
+from headwater.runtime.transport.kafka_check import check_broker
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
 
@@ -151,11 +151,8 @@ class DistributedWorker:
 
     def _serve_rest(self) -> None:
         """Serve the REST API at ``listeners``; from then on the worker's id is its REST address."""
-        host, port_number = parse_listener("listeners", self.config["listeners"][0])
-        rest = RestServer(create_app(self.herder, kafka_cluster_id(self.admin_config())), host, port_number)
-        rest.start()
-        self.rest = rest
-        self.worker.worker_id = advertised_id(host, rest.port)
+        listener = parse_listener("listeners", self.config["listeners"][0])
+        self.rest, self.worker.worker_id = serve_rest(self.herder, listener, self.admin_config())
 
 
 def main(worker_path: str) -> int:

@@ -227,6 +227,15 @@ class Delivery:
         return f"Delivery({record_key(self.key)}: {outcome})"
 
 
+def raise_failed(deliveries: Sequence[Delivery], topic: str) -> None:
+    """Raise :class:`ConnectError` for the first of ``deliveries`` (all done) the broker refused, naming ``topic``,
+    the record's key and how many more failed."""
+    failed = [delivery for delivery in deliveries if delivery.error is not None]
+    if failed:
+        more = f" (and {len(failed) - 1} more of {len(deliveries)} records)" if len(failed) > 1 else ""
+        raise ConnectError(f"cannot write {record_key(failed[0].key)} to topic {topic!r}: {failed[0].error}{more}")
+
+
 class TopicLog(Protocol):
     """A compacted topic used as a log of keyed records (Kafka Connect's ``KafkaBasedLog``): the stores' view of
     the worker's state is a fold of it. Safe to use from several threads; ``apply`` runs on the reading thread and

@@ -31,7 +31,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from headwater.runtime.transport.base import Delivery, LogApply, record_key
+from headwater.runtime.transport.base import Delivery, LogApply, raise_failed, record_key
 from headwater.sdk.errors import ConnectError
 
 log = logging.getLogger(__name__)
@@ -176,12 +176,7 @@ class KafkaBasedLog:
                     f"{record_key(waiting[0].key)} first"
                 )
             producer.poll(min(remaining, _POLL_S))
-        failed = [delivery for delivery in pending if delivery.error is not None]
-        if failed:
-            more = f" (and {len(failed) - 1} more of {len(pending)} records)" if len(failed) > 1 else ""
-            raise ConnectError(
-                f"cannot write {record_key(failed[0].key)} to topic {self.topic!r}: {failed[0].error}{more}"
-            )
+        raise_failed(pending, self.topic)
 
     def send_all(self, records: Iterable[tuple[bytes | None, bytes | None]], timeout_ms: int | None = None) -> None:
         """:meth:`send` each (key, value) then :meth:`wait` for all of them."""

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from headwater.runtime.transport.base import Delivery, LogApply, RecordMetadata, record_key
+from headwater.runtime.transport.base import Delivery, LogApply, RecordMetadata, raise_failed, record_key
 from headwater.runtime.transport.memory_producer import MemoryProducer
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
@@ -98,12 +98,7 @@ class MemoryLog:
                 f"timed out waiting for the broker to acknowledge {len(waiting)} of {len(pending)} records written "
                 f"to topic {self.topic!r}, {record_key(waiting[0].key)} first"
             )
-        failed = [delivery for delivery in pending if delivery.error is not None]
-        if failed:
-            more = f" (and {len(failed) - 1} more of {len(pending)} records)" if len(failed) > 1 else ""
-            raise ConnectError(
-                f"cannot write {record_key(failed[0].key)} to topic {self.topic!r}: {failed[0].error}{more}"
-            )
+        raise_failed(pending, self.topic)
 
     def send_all(self, records: Iterable[tuple[bytes | None, bytes | None]], timeout_ms: int | None = None) -> None:
         self.wait([self.send(key, value) for key, value in records], timeout_ms)
