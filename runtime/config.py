@@ -146,6 +146,9 @@ WORKER_CONFIG = (
     )
 )
 
+ERROR_GROUP = "Error Handling"
+"""The group of the ``errors.*`` keys in validate responses, as Kafka Connect names it."""
+
 CONNECTOR_CONFIG = (
     ConfigDef()
     .define(
@@ -170,8 +173,49 @@ CONNECTOR_CONFIG = (
         Type.STRING,
         "none",
         Importance.MEDIUM,
-        "none: a conversion or send error fails the task; all: the record is skipped.",
+        "Behaviour for a record that fails at some stage (conversion, a sink's put or ErrantRecordReporter, a "
+        "source's produce): none fails the task, naming the record; all skips it (after logging it and, for a sink, "
+        "sending it to the dead-letter queue when one is configured).",
         one_of("none", "all"),
+        group=ERROR_GROUP,
+    )
+    .define(
+        "errors.retry.timeout",
+        Type.LONG,
+        0,
+        Importance.MEDIUM,
+        "How long, in milliseconds, a failed operation is retried when its error is retriable; 0 means no retries, "
+        "-1 retries without limit. A sink's put that raises RetriableError is redelivered without limit while this "
+        "is 0, as in Kafka Connect; set it to bound those redeliveries too.",
+        at_least(-1),
+        group=ERROR_GROUP,
+    )
+    .define(
+        "errors.retry.delay.max.ms",
+        Type.LONG,
+        60_000,
+        Importance.MEDIUM,
+        "The longest wait between two retries; waits double from 300 ms up to this bound.",
+        at_least(1),
+        group=ERROR_GROUP,
+    )
+    .define(
+        "errors.log.enable",
+        Type.BOOLEAN,
+        False,
+        Importance.MEDIUM,
+        "Log each failed operation and its record at ERROR (tolerated ones too); off, only intolerable failures "
+        "are logged.",
+        group=ERROR_GROUP,
+    )
+    .define(
+        "errors.log.include.messages",
+        Type.BOOLEAN,
+        False,
+        Importance.MEDIUM,
+        "Include the record's key, value and headers in the error log lines (not just its topic, partition and "
+        "offset).",
+        group=ERROR_GROUP,
     )
 )
 
@@ -196,7 +240,36 @@ SOURCE_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
 )
 
 SINK_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
-    ConfigDef().define("topics", Type.LIST, REQUIRED, Importance.HIGH, "Topics to consume.", non_empty_list)
+    ConfigDef()
+    .define("topics", Type.LIST, REQUIRED, Importance.HIGH, "Topics to consume.", non_empty_list)
+    .define(
+        "errors.deadletterqueue.topic.name",
+        Type.STRING,
+        "",
+        Importance.MEDIUM,
+        "Topic that records failing at any stage go to when errors.tolerance=all, with their original key, value "
+        "and header bytes (created when missing); empty for no dead-letter queue. A partition's offset is committed "
+        "past a failed record only once the dead-letter write is acknowledged.",
+        group=ERROR_GROUP,
+    )
+    .define(
+        "errors.deadletterqueue.topic.replication.factor",
+        Type.INT,
+        3,
+        Importance.MEDIUM,
+        "Replication factor of the dead-letter topic when the worker creates it; -1 takes the broker's default.",
+        at_least(-1),
+        group=ERROR_GROUP,
+    )
+    .define(
+        "errors.deadletterqueue.context.headers.enable",
+        Type.BOOLEAN,
+        False,
+        Importance.MEDIUM,
+        "Add __connect.errors.* headers to each dead-letter record: where it came from (topic, partition, offset), "
+        "the connector and task, the failed stage and class, and the exception.",
+        group=ERROR_GROUP,
+    )
 )
 
 

@@ -16,6 +16,7 @@ from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import (
     Clock,
     ConnectorContext,
+    ErrantRecordReporter,
     OffsetStorageReader,
     SinkTaskContext,
     SourceTaskContext,
@@ -50,6 +51,7 @@ __all__ = [
     "ConnectError",
     "Connector",
     "ConnectorContext",
+    "ErrantRecordReporter",
     "Header",
     "IllegalWorkerStateError",
     "Importance",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Protocol
 
-from headwater.sdk.records import SourceOffset, SourcePartition, TopicPartition
+from headwater.sdk.records import SinkRecord, SourceOffset, SourcePartition, TopicPartition
 
 
 class Clock(Protocol):
@@ -57,6 +58,22 @@ class SourceTaskContext(ABC):
     """The committed offsets of the connector's source partitions: where a (re)started task resumes from."""
 
 
+class ErrantRecordReporter(ABC):
+    """Reports a record a sink task could not write (Kafka Connect's ``ErrantRecordReporter``, KIP-610).
+
+    The runtime handles it like a record that failed conversion: with ``errors.tolerance=none`` the task fails,
+    naming the record; with ``all`` it is logged as ``errors.log.*`` says and sent, with its original bytes, to the
+    dead-letter topic when ``errors.deadletterqueue.topic.name`` is set. Its partition's offset is not committed
+    past it until the report is done. Safe to call from any thread of the task.
+    """
+
+    @abstractmethod
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        """Report ``record`` (one of those given to ``put``) as failed by ``error``. The future is done once the
+        record is in the dead-letter topic (at once when there is none); it fails when that write fails. Raises
+        :class:`~headwater.sdk.errors.ConnectError` at once when the errors are not tolerated."""
+
+
 class SinkTaskContext(ABC):
     """Given to a sink task by :meth:`SinkTask.initialize`."""
 
@@ -64,6 +81,9 @@ class SinkTaskContext(ABC):
     """The task's config, as given to ``start``: every value a string."""
     clock: Clock
     """The worker's clock."""
+    errant_record_reporter: ErrantRecordReporter | None = None
+    """Where the task reports records it could not write; ``None`` only in a context that offers none (a test's
+    own context, say), so a portable task checks before using it."""
 
     @abstractmethod
     def request_commit(self) -> None:

@@ -222,25 +222,11 @@ CONFIG_DEF = (
         "flight; its offsets are committed once it is in the table); false: put waits for every write.",
     )
     .define(
-        DLQ_TOPIC,
-        Type.STRING,
-        "",
-        Importance.MEDIUM,
-        "Topic records that do not fit the schema go to when errors.tolerance=all; empty: they are only logged.",
-    )
-    .define(
         DLQ_BOOTSTRAP,
         Type.LIST,
         "",
         Importance.MEDIUM,
         "Bootstrap servers of the cluster holding the dead-letter topic (usually the worker's).",
-    )
-    .define(
-        DLQ_HEADERS,
-        Type.BOOLEAN,
-        False,
-        Importance.LOW,
-        "Add __connect.errors.* headers (origin topic, partition, offset, reason) to dead-letter records.",
     )
 )
 """Every option of the Spark sink with its default and validator (``spark.*`` keys are passed through)."""
@@ -298,7 +284,7 @@ class SinkConfig:
         """Parse a connector or task config; raises :class:`ConfigError` naming every bad key."""
         parsed = CONFIG_DEF.parse(props)
         tolerance = str(props.get(ERRORS_TOLERANCE) or "none").strip().lower()
-        dlq_topic = parsed[DLQ_TOPIC]
+        dlq_topic = str(props.get(DLQ_TOPIC) or "").strip()  # INTERIM: the runtime defines it (issue 20)
         if dlq_topic and not parsed[DLQ_BOOTSTRAP]:
             raise ConfigError(DLQ_BOOTSTRAP, None, f"Required when {DLQ_TOPIC} is set")
         app_id = parsed[TABLE_APP_ID] or str(props.get("name") or "")
@@ -326,7 +312,7 @@ class SinkConfig:
             tolerate_errors=tolerance == "all",
             dlq_topic=dlq_topic,
             dlq_bootstrap_servers=",".join(parsed[DLQ_BOOTSTRAP]),
-            dlq_context_headers=parsed[DLQ_HEADERS],
+            dlq_context_headers=str(props.get(DLQ_HEADERS) or "false").strip().lower() == "true",
             spark_conf=spark_conf,
             single_writer=parsed[SINGLE_WRITER],
             commit_coordinator=parsed[COMMIT_COORDINATOR].lower(),
