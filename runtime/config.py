@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.runtime.tasks.tolerance import ErrorSettings
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, at_least, non_empty_string, one_of
 from headwater.sdk.errors import ConfigError
 
@@ -286,7 +287,7 @@ class TaskSettings:
     value_converter: str
     header_converter: str
     converter_props: Mapping[str, Any]
-    errors_tolerance: str
+    errors: ErrorSettings
     max_poll_records: int
     shutdown_timeout_ms: int
     topics: tuple[str, ...] = ()
@@ -312,7 +313,7 @@ class TaskSettings:
             value_converter=str(pick("value.converter")),
             header_converter=str(pick("header.converter")),
             converter_props={**worker, **{k: v for k, v in connector.items() if v is not None}},
-            errors_tolerance=str(connector.get("errors.tolerance", "none")),
+            errors=ErrorSettings.parse(connector),
             max_poll_records=int(worker["consumer.max.poll.records"]),
             shutdown_timeout_ms=int(worker["task.shutdown.graceful.timeout.ms"]),
             topics=topics,

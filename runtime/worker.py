@@ -23,6 +23,7 @@ from headwater.runtime.config import (
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
+from headwater.runtime.tasks.dead_letter import create_topic as create_dead_letter_topic
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import StoreOffsetReader, WorkerSourceTask
 from headwater.runtime.transport.base import NewTopic, Transport
@@ -268,8 +269,16 @@ class Worker:
         worker_task: WorkerTask
         if sink:
             assert isinstance(task, SinkTask), f"{task_class} is not a SinkTask"
+            dead_letters = None
+            if settings.errors.dlq_topic:
+                create_dead_letter_topic(
+                    self.transport.admin(), settings.errors.dlq_topic, settings.errors.dlq_replication_factor
+                )
+                dead_letters = self.transport.producer(self._client_config(connector, "producer"))
             consumer = self.transport.consumer(f"connect-{id.connector}", self._client_config(connector, "consumer"))
-            worker_task = WorkerSinkTask(id, task, task_config, settings, consumer, self.clock, listener, self.plugins)
+            worker_task = WorkerSinkTask(
+                id, task, task_config, settings, consumer, self.clock, listener, self.plugins, dead_letters
+            )
         else:
             assert isinstance(connector.instance, SourceConnector)
             assert isinstance(task, SourceTask), f"{task_class} is not a SourceTask"

@@ -21,6 +21,7 @@ from headwater.runtime.converters import (
     load_header_converter,
 )
 from headwater.runtime.plugins import plugin_manager
+from headwater.runtime.tasks.tolerance import ErrorHandler
 from headwater.sdk.context import Clock
 from headwater.sdk.task import Task
 
@@ -78,6 +79,8 @@ class WorkerTask(ABC):
         self._target_paused = False
         self._wake = threading.Event()
         self.hooks: Any = None
+        self.errors = ErrorHandler(str(id), settings.errors, clock)
+        """The task's ``errors.*`` handling and its counters."""
         self.key_converter: Converter
         self.value_converter: Converter
         self.header_converter: HeaderConverter

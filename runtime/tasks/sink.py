@@ -17,9 +17,12 @@ from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
 from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
-from headwater.runtime.transport.base import Consumer, Message
-from headwater.sdk.context import Clock, SinkTaskContext
-from headwater.sdk.errors import ConnectError, IllegalWorkerStateError, RetriableError
+from headwater.runtime.tasks.dead_letter import DeadLetterQueue
+from headwater.runtime.tasks.sink_context import ConvertedRecord, WorkerSinkTaskContext
+from headwater.runtime.tasks.tolerance import Failure, Stage, class_name
+from headwater.runtime.transport.base import Consumer, Message, Producer
+from headwater.sdk.context import Clock
+from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import SinkRecord, TopicPartition
 from headwater.sdk.task import SinkTask
 
@@ -38,50 +41,6 @@ MAX_POLL_WAIT_MS = 100
 task handed to another worker commits before it goes rather than being cancelled in a poll waiting for records."""
 
 
-class WorkerSinkTaskContext(SinkTaskContext):
-    def __init__(self, owner: WorkerSinkTask) -> None:
-        self._owner = owner
-        self.config = owner.config
-        self.clock = owner.clock
-        self.commit_requested = False
-        self.rewinds: dict[TopicPartition, int] = {}
-        self.timeout_ms: int | None = None
-        self.paused_partitions: set[TopicPartition] = set()
-
-    def request_commit(self) -> None:
-        self.commit_requested = True
-
-    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self.rewinds.update(offsets)
-
-    def timeout(self, timeout_ms: int) -> None:
-        self.timeout_ms = timeout_ms
-
-    def assignment(self) -> frozenset[TopicPartition]:
-        return self._owner.consumer.assignment()
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        self._check_assigned("pause", partitions)
-        self.paused_partitions.update(partitions)
-        if not self._owner.all_paused:
-            self._owner.consumer.pause(partitions)
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        self._check_assigned("resume", partitions)
-        self.paused_partitions.difference_update(partitions)
-        if not self._owner.all_paused:
-            self._owner.consumer.resume(partitions)
-
-    def paused(self) -> frozenset[TopicPartition]:
-        return frozenset(self.paused_partitions)
-
-    def _check_assigned(self, action: str, partitions: Collection[TopicPartition]) -> None:
-        unassigned = set(partitions) - self.assignment()
-        if unassigned:
-            names = ", ".join(sorted(map(str, unassigned)))
-            raise IllegalWorkerStateError(f"cannot {action} partitions not assigned to this task: {names}")
-
-
 class WorkerSinkTask(WorkerTask):
     task: SinkTask
     context: WorkerSinkTaskContext
@@ -96,9 +55,28 @@ class WorkerSinkTask(WorkerTask):
         clock: Clock | None = None,
         listener: StateListener | None = None,
         plugins: list[object] | None = None,
+        dead_letter_producer: Producer | None = None,
     ) -> None:
         super().__init__(id, task, config, settings, clock or SystemClock(), listener, plugins)
         self.consumer = consumer
+        if dead_letter_producer is not None:
+            errors = settings.errors
+            self.errors.dead_letters = DeadLetterQueue(
+                errors.dlq_topic,
+                dead_letter_producer,
+                id.connector,
+                id.task,
+                errors.dlq_context_headers,
+                self.errors.counters,
+            )
+        self.errant_failure: ConnectError | None = None
+        """A report the errors were not tolerated for: the task fails at its next pass, whatever the task did."""
+        self._put_retry = self.errors.retry()
+        self._convert_retry = self.errors.retry()
+        self._retry_at = 0
+        """While a retriable failure waits for its next attempt: when that is (clock milliseconds)."""
+        self._unconverted: Sequence[Message] = ()
+        """Fetched records whose conversion waits for a retry."""
         self.current_offsets: dict[TopicPartition, int] = {}
         self.last_committed: dict[TopicPartition, int] = {}
         self._raw: Sequence[Message] = ()
@@ -140,6 +118,9 @@ class WorkerSinkTask(WorkerTask):
     # ---- the loop --------------------------------------------------------------------------------------------
 
     def iteration(self) -> bool:
+        if self.errant_failure is not None:
+            raise self.errant_failure
+        self.errors.poll()
         if self._target_paused != self._paused_for_target:
             self._apply_target_state()
         now = self.clock.now_ms()
@@ -176,12 +157,23 @@ class WorkerSinkTask(WorkerTask):
         if self._rebalance_error is not None:
             error, self._rebalance_error = self._rebalance_error, None
             raise error
+        if self._retry_at:
+            if self.clock.now_ms() < self._retry_at:
+                return False  # the consumer is paused: that poll only served the group
+            self._retry_at = 0
+            if self._unconverted:
+                pending, self._unconverted = self._unconverted, ()
+                self._convert(pending)
         if messages:
+            self._raw = _joined(self._raw, messages)
             self._convert(messages)
+        if self._unconverted:
+            return False
         return self._deliver()
 
     def _convert(self, messages: Sequence[Message]) -> None:
-        self._raw = _joined(self._raw, messages)
+        """Convert fetched ``messages`` onto :attr:`_records`; a record that failed goes to the error handler, and
+        one whose failure is to be retried leaves it and those after it in :attr:`_unconverted`."""
         if self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages))):
             # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
             self._records = _joined(self._records, messages)
@@ -190,10 +182,10 @@ class WorkerSinkTask(WorkerTask):
         value_converter = self.value_converter.to_connect
         records = list(self._records)
         self._records = records
-        for message in messages:
+        for index, message in enumerate(messages):
             topic = message.topic
             try:
-                record = SinkRecord(
+                record = ConvertedRecord(
                     topic,
                     message.partition,
                     message.offset,
@@ -201,14 +193,60 @@ class WorkerSinkTask(WorkerTask):
                     value_converter(topic, message.value),
                     message.timestamp,
                     self._headers(message) if message.headers else (),
+                    message,
                 )
             except Exception as error:
-                where = f"topic {topic!r} partition {message.partition} offset {message.offset}"
-                if self.settings.errors_tolerance == "all":
-                    log.warning("task %s: skipping the record at %s that failed conversion: %s", self.id, where, error)
-                    continue
-                raise ConnectError(f"task {self.id}: converting the record at {where} failed: {error}") from error
+                if not self._conversion_failed(message, error):
+                    self._unconverted = messages[index:]
+                    return
+                continue
             records.append(record)
+        self._convert_retry.succeeded()
+
+    def _conversion_failed(self, message: Message, error: Exception) -> bool:
+        """Hand a record whose conversion failed to the error handler (which raises unless errors are tolerated);
+        return ``False`` when it is to be retried instead."""
+        failure = self._failed_stage(message, error)
+        if isinstance(failure.error, RetriableError) and self._convert_retry.enabled:
+            at = self._convert_retry.next_attempt()
+            if at is not None:
+                log.warning(
+                    "task %s: %s failed with a retriable error, retrying in %d ms: %s",
+                    self.id,
+                    failure.stage.value,
+                    at - self.clock.now_ms(),
+                    failure.error,
+                )
+                self._wait_for_retry(at)
+                return False
+        self._convert_retry.succeeded()
+        self.errors.failed(failure)
+        return True
+
+    def _failed_stage(self, message: Message, error: Exception) -> Failure:
+        """Which converter failed for ``message``: each is run again on its own, in Kafka Connect's order."""
+        topic = message.topic
+        stages = (
+            (Stage.KEY_CONVERTER, self.key_converter, lambda: self.key_converter.to_connect(topic, message.key)),
+            (
+                Stage.VALUE_CONVERTER,
+                self.value_converter,
+                lambda: self.value_converter.to_connect(topic, message.value),
+            ),
+            (Stage.HEADER_CONVERTER, self.header_converter, lambda: self._headers(message)),
+        )
+        for stage, converter, convert in stages:
+            try:
+                convert()
+            except Exception as found:
+                return Failure(stage, class_name(converter), found, message)
+        return Failure(Stage.VALUE_CONVERTER, class_name(self.value_converter), error, message)
+
+    def _wait_for_retry(self, at: int) -> None:
+        self._retry_at = at
+        if not self._paused_for_redelivery:
+            self._paused_for_redelivery = True
+            self.consumer.pause(self.consumer.assignment())
 
     def _headers(self, message: Message) -> list[tuple[str, object]]:
         convert = self.header_converter.to_connect
@@ -219,13 +257,31 @@ class WorkerSinkTask(WorkerTask):
         try:
             self.task.put(records)
         except RetriableError as error:
-            log.warning(
-                "task %s: retriable error from put; the same %d records come again: %s", self.id, len(records), error
-            )
-            if not self._paused_for_redelivery:
-                self._paused_for_redelivery = True
-                self.consumer.pause(self.consumer.assignment())
-            return False
+            if not self._put_retry.enabled:  # Kafka Connect's rule: redelivered without limit
+                log.warning(
+                    "task %s: retriable error from put; the same %d records come again: %s",
+                    self.id,
+                    len(records),
+                    error,
+                )
+                if not self._paused_for_redelivery:
+                    self._paused_for_redelivery = True
+                    self.consumer.pause(self.consumer.assignment())
+                return False
+            at = self._put_retry.next_attempt()
+            if at is None:
+                self._put_gave_up(records, error)
+            else:
+                log.warning(
+                    "task %s: retriable error from put; the same %d records come again in %d ms: %s",
+                    self.id,
+                    len(records),
+                    at - self.clock.now_ms(),
+                    error,
+                )
+                self._wait_for_retry(at)
+                return False
+        self._put_retry.succeeded()
         raw, self._raw, self._records = self._raw, (), ()
         if raw:
             # Every record the consumer returned has now been put, so the consumer's positions are exactly the
@@ -244,6 +300,19 @@ class WorkerSinkTask(WorkerTask):
                 self.consumer.resume(self.consumer.assignment() - self.context.paused_partitions)
         return bool(raw)
 
+    def _put_gave_up(self, records: Sequence[SinkRecord], error: RetriableError) -> None:
+        """``put`` kept failing past ``errors.retry.timeout``: fail, or skip the batch's records when tolerated."""
+        failing = self._put_retry.failing_for_ms
+        self._put_retry.succeeded()
+        timeout = self.settings.errors.retry_timeout_ms
+        given_up = ConnectError(
+            f"put kept failing with retriable errors for {failing} ms, past errors.retry.timeout={timeout}: {error}"
+        )
+        given_up.__cause__ = error
+        reporter = self.context.errant_record_reporter
+        for record in records:
+            self.errors.failed(Failure(Stage.TASK_PUT, class_name(self.task), given_up, reporter.original(record)))
+
     def _rewind(self) -> None:
         rewinds = self.context.rewinds
         if not rewinds:
@@ -260,6 +329,8 @@ class WorkerSinkTask(WorkerTask):
         rewinds.clear()
 
     def _drop_buffered(self, partitions: Collection[TopicPartition]) -> None:
+        if self._unconverted:
+            self._unconverted = [m for m in self._unconverted if (m.topic, m.partition) not in partitions]
         if self._raw:
             keep = [i for i, m in enumerate(self._raw) if (m.topic, m.partition) not in partitions]
             if len(keep) != len(self._raw):
@@ -296,6 +367,10 @@ class WorkerSinkTask(WorkerTask):
         finally:
             if closing:
                 self.task.close(wanted)
+        if provided and not self.errors.await_reports(self.settings.flush_timeout_ms):
+            self.commits_skipped += 1  # a dead-letter write is not acknowledged yet: no offset may pass it
+            self._committing = False
+            return
         if not provided:
             log.debug("task %s: pre_commit returned no offsets; skipping the commit", self.id)
             self.commits_skipped += 1
@@ -401,7 +476,10 @@ class WorkerSinkTask(WorkerTask):
 
     def close_clients(self) -> None:
         self._closed = True
-        self.consumer.close()
+        try:
+            self.consumer.close()
+        finally:
+            self.errors.close()
 
     def __repr__(self) -> str:
         return (

@@ -19,6 +19,7 @@ from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
+from headwater.runtime.tasks.tolerance import Failure, Stage, class_name
 from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
@@ -86,7 +87,9 @@ class WorkerSourceTask(WorkerTask):
         super().__init__(id, task, config, settings, clock or SystemClock(), listener, plugins)
         self.producer = producer
         self.offset_store = offset_store
-        self.acks = Acks(str(id), tolerate=settings.errors_tolerance == "all", explain=producer.delivery_error)
+        self.acks = Acks(
+            str(id), settings.errors.tolerate, explain=producer.delivery_error, report=self._delivery_failed
+        )
         self.submitted = SubmittedRecords(self.acks)
         self._uncommitted: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
         self._to_send: Sequence[SourceRecord] | None = None
@@ -96,6 +99,7 @@ class WorkerSourceTask(WorkerTask):
         """The batch being sent, tracked in :attr:`submitted` as a whole before its first record is sent."""
         self._next_index = 0
         self._retry_at = 0
+        self._retry = self.errors.retry()
         self._next_commit = 0
         self._next_heartbeat = 0
         self._passthrough = False
@@ -198,15 +202,11 @@ class WorkerSourceTask(WorkerTask):
                 try:
                     key, value, headers = self._convert(record)
                 except Exception as error:
-                    if self.settings.errors_tolerance == "all":
-                        log.warning(
-                            "task %s: skipping record %d to %s that failed conversion: %s", self.id, index, topic, error
-                        )
-                        entries[index].acked = True  # dropped, so its offset may be committed (Java does the same)
-                        continue
-                    raise ConnectError(
-                        f"task {self.id}: converting record {index} of the batch for topic {topic!r} failed: {error}"
-                    ) from error
+                    retry_at = self._failed(self._failed_stage(record, error))
+                    if retry_at is not None:
+                        return self._stop_sending(index, start, retry_at)
+                    entries[index].acked = True  # skipped, so its offset may be committed (Java does the same)
+                    continue
             try:
                 produce(topic, value, key, record.partition, record.timestamp, headers, None, entries[index])
             except QueueFullError:
@@ -222,15 +222,71 @@ class WorkerSourceTask(WorkerTask):
                     SEND_FAILED_BACKOFF_MS,
                     error,
                 )
-                self._next_index = index
-                self._retry_at = now + SEND_FAILED_BACKOFF_MS
-                self.records_sent += index - start
-                return index > start
+                return self._stop_sending(index, start, now + SEND_FAILED_BACKOFF_MS)
+            except ConnectError as error:  # the producer refuses the record for good (too large, say)
+                self._failed(Failure(Stage.KAFKA_PRODUCE, class_name(self.producer), error, record))
+                entries[index].acked = True
         self.records_sent += len(records) - start
         self._to_send = None
         self._entries = []
         self._next_index = 0
+        self._retry.succeeded()
         return True
+
+    def _stop_sending(self, index: int, start: int, retry_at: int) -> bool:
+        """Stop at record ``index`` of the batch being sent until ``retry_at``; return whether any was sent."""
+        self._next_index = index
+        self._retry_at = retry_at
+        self.records_sent += index - start
+        return index > start
+
+    def _failed(self, failure: Failure) -> int | None:
+        """Hand a record that failed to the error handler (which raises unless errors are tolerated); return when
+        to try it again instead, for a retriable failure within ``errors.retry.timeout``."""
+        if isinstance(failure.error, RetriableError) and self._retry.enabled:
+            at = self._retry.next_attempt()
+            if at is not None:
+                log.warning(
+                    "task %s: %s failed with a retriable error, retrying in %d ms: %s",
+                    self.id,
+                    failure.stage.value,
+                    at - self.clock.now_ms(),
+                    failure.error,
+                )
+                return at
+        self._retry.succeeded()
+        self.errors.failed(failure)
+        return None
+
+    def _failed_stage(self, record: SourceRecord, error: Exception) -> Failure:
+        """Which converter failed for ``record``: each is run again on its own, in Kafka Connect's order."""
+        topic = record.topic
+        stages = (
+            (
+                Stage.KEY_CONVERTER,
+                self.key_converter,
+                lambda: self.key_converter.from_connect(topic, record.key_schema, record.key),
+            ),
+            (
+                Stage.VALUE_CONVERTER,
+                self.value_converter,
+                lambda: self.value_converter.from_connect(topic, record.value_schema, record.value),
+            ),
+            (Stage.HEADER_CONVERTER, self.header_converter, lambda: self._headers(record)),
+        )
+        for stage, converter, convert in stages:
+            try:
+                convert()
+            except Exception as found:
+                return Failure(stage, class_name(converter), found, record)
+        return Failure(Stage.VALUE_CONVERTER, class_name(self.value_converter), error, record)
+
+    def _delivery_failed(self, entry: SubmittedRecord | SubmittedBatch, reason: object) -> None:
+        """A tolerated delivery failure, told by :class:`Acks`."""
+        partition = None if entry.key is None else dict(entry.key)  # type: ignore[call-overload]
+        record = SourceRecord(partition, entry.offset, entry.topic, None)
+        error = reason if isinstance(reason, Exception) else ConnectError(str(reason))
+        self.errors.failed(Failure(Stage.KAFKA_PRODUCE, class_name(self.producer), error, record))
 
     def _send_batch(self, batch: Sequence[SourceRecord], entry: SubmittedBatch, start: int) -> bool:
         """Send a :class:`SourceBatch` of raw columns from record ``start`` on, as the transport sees fit."""

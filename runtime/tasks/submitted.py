@@ -38,12 +38,20 @@ class Acks:
     tolerated (``errors.tolerance=all`` tolerates them). ``explain`` is the producer's ``delivery_error``: it
     turns what a failed delivery's callback was given into the error that says why."""
 
-    __slots__ = ("acked", "active_topics", "error", "explain", "task", "tolerate")
+    __slots__ = ("acked", "active_topics", "error", "explain", "report", "task", "tolerate")
 
-    def __init__(self, task: str, tolerate: bool, explain: Callable[[object, object], object] | None = None) -> None:
+    def __init__(
+        self,
+        task: str,
+        tolerate: bool,
+        explain: Callable[[object, object], object] | None = None,
+        report: Callable[[SubmittedRecord | SubmittedBatch, object], None] | None = None,
+    ) -> None:
         self.task = task
         self.tolerate = tolerate
         self.explain = explain
+        self.report = report
+        """Told of each tolerated failure (the task's error handler logs and counts it)."""
         self.acked = 0
         self.active_topics: set[str] = set()
         self.error: ConnectError | None = None
@@ -52,7 +60,10 @@ class Acks:
         """A record's send failed; return whether that is tolerated (the record then counts as acknowledged)."""
         reason = error if self.explain is None else self.explain(error, report)
         if self.tolerate:
-            log.warning("task %s: tolerating a failed send: %s", self.task, reason)
+            if self.report is None:
+                log.warning("task %s: tolerating a failed send: %s", self.task, reason)
+            else:
+                self.report(record, reason)
             return True
         if self.error is None:
             self.error = ConnectError(f"task {self.task}: the broker failed to store a record: {reason}")
