@@ -11,28 +11,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
-from operator import attrgetter
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
-from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.dead_letter import DeadLetterQueue
-from headwater.runtime.tasks.sink_context import ConvertedRecord, WorkerSinkTaskContext
+from headwater.runtime.tasks.sink_context import WorkerSinkTaskContext
+from headwater.runtime.tasks.sink_conversion import SinkConversion, joined
 from headwater.runtime.tasks.tolerance import Failure, Stage, class_name
 from headwater.runtime.transport.base import Consumer, Message, Producer
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import SinkRecord, TopicPartition
 from headwater.sdk.task import SinkTask
-
-_HEADERS = attrgetter("headers")
-
-
-def _joined(first: Sequence[Message], then: Sequence[Message]) -> Sequence[Message]:
-    """``first`` followed by ``then``, without a copy when ``first`` is empty (the usual case)."""
-    return then if not first else [*first, *then]
-
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +63,6 @@ class WorkerSinkTask(WorkerTask):
         self.errant_failure: ConnectError | None = None
         """A report the errors were not tolerated for: the task fails at its next pass, whatever the task did."""
         self._put_retry = self.errors.retry()
-        self._convert_retry = self.errors.retry()
         self._retry_at = 0
         """While a retriable failure waits for its next attempt: when that is (clock milliseconds)."""
         self._unconverted: Sequence[Message] = ()
@@ -91,8 +81,6 @@ class WorkerSinkTask(WorkerTask):
         self._commit_started = 0
         self._commit_seqno = 0
         self._next_commit = 0
-        self._passthrough = False
-        self._passthrough_headers = False
         self.active_topics: set[str] = set()
         """Topics a record was consumed from (KIP-558's sink rule: when consumed and converted)."""
         self.records_put = 0
@@ -110,8 +98,7 @@ class WorkerSinkTask(WorkerTask):
         self.task.initialize(self.context)
 
     def on_started(self) -> None:
-        self._passthrough = passes_bytes_through(self.key_converter) and passes_bytes_through(self.value_converter)
-        self._passthrough_headers = self._passthrough and passes_bytes_through(self.header_converter)
+        self.conversion = SinkConversion(self.key_converter, self.value_converter, self.header_converter, self.errors)
         self._next_commit = self.clock.now_ms() + self.settings.flush_interval_ms
         self.consumer.subscribe(list(self.settings.topics), self)
 
@@ -165,92 +152,22 @@ class WorkerSinkTask(WorkerTask):
                 pending, self._unconverted = self._unconverted, ()
                 self._convert(pending)
         if messages:
-            self._raw = _joined(self._raw, messages)
+            self._raw = joined(self._raw, messages)
             self._convert(messages)
         if self._unconverted:
             return False
         return self._deliver()
 
     def _convert(self, messages: Sequence[Message]) -> None:
-        """Convert fetched ``messages`` onto :attr:`_records`; a record that failed goes to the error handler, and
-        one whose failure is to be retried leaves it and those after it in :attr:`_unconverted`."""
-        if self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages))):
-            # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
-            self._records = _joined(self._records, messages)
-            return
-        key_converter = self.key_converter.to_connect
-        value_converter = self.value_converter.to_connect
-        records = list(self._records)
-        self._records = records
-        for index, message in enumerate(messages):
-            topic = message.topic
-            try:
-                record = ConvertedRecord(
-                    topic,
-                    message.partition,
-                    message.offset,
-                    key_converter(topic, message.key),
-                    value_converter(topic, message.value),
-                    message.timestamp,
-                    self._headers(message) if message.headers else (),
-                    message,
-                )
-            except Exception as error:
-                if not self._conversion_failed(message, error):
-                    self._unconverted = messages[index:]
-                    return
-                continue
-            records.append(record)
-        self._convert_retry.succeeded()
-
-    def _conversion_failed(self, message: Message, error: Exception) -> bool:
-        """Hand a record whose conversion failed to the error handler (which raises unless errors are tolerated);
-        return ``False`` when it is to be retried instead."""
-        failure = self._failed_stage(message, error)
-        if isinstance(failure.error, RetriableError) and self._convert_retry.enabled:
-            at = self._convert_retry.next_attempt()
-            if at is not None:
-                log.warning(
-                    "task %s: %s failed with a retriable error, retrying in %d ms: %s",
-                    self.id,
-                    failure.stage.value,
-                    at - self.clock.now_ms(),
-                    failure.error,
-                )
-                self._wait_for_retry(at)
-                return False
-        self._convert_retry.succeeded()
-        self.errors.failed(failure)
-        return True
-
-    def _failed_stage(self, message: Message, error: Exception) -> Failure:
-        """Which converter failed for ``message``: each is run again on its own, in Kafka Connect's order."""
-        topic = message.topic
-        stages = (
-            (Stage.KEY_CONVERTER, self.key_converter, lambda: self.key_converter.to_connect(topic, message.key)),
-            (
-                Stage.VALUE_CONVERTER,
-                self.value_converter,
-                lambda: self.value_converter.to_connect(topic, message.value),
-            ),
-            (Stage.HEADER_CONVERTER, self.header_converter, lambda: self._headers(message)),
-        )
-        for stage, converter, convert in stages:
-            try:
-                convert()
-            except Exception as found:
-                return Failure(stage, class_name(converter), found, message)
-        return Failure(Stage.VALUE_CONVERTER, class_name(self.value_converter), error, message)
+        self._records, self._unconverted, retry_at = self.conversion.convert(self._records, messages)
+        if retry_at is not None:
+            self._wait_for_retry(retry_at)
 
     def _wait_for_retry(self, at: int) -> None:
         self._retry_at = at
         if not self._paused_for_redelivery:
             self._paused_for_redelivery = True
             self.consumer.pause(self.consumer.assignment())
-
-    def _headers(self, message: Message) -> list[tuple[str, object]]:
-        convert = self.header_converter.to_connect
-        return [(key, convert(message.topic, key, value)) for key, value in message.headers or ()]
 
     def _deliver(self) -> bool:
         records = self._records

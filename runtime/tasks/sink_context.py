@@ -68,6 +68,8 @@ class WorkerErrantRecordReporter(ErrantRecordReporter):
 
 
 class WorkerSinkTaskContext(SinkTaskContext):
+    errant_record_reporter: WorkerErrantRecordReporter
+
     def __init__(self, owner: WorkerSinkTask) -> None:
         self._owner = owner
         self.config = owner.config

@@ -19,7 +19,7 @@ from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
-from headwater.runtime.tasks.tolerance import Failure, Stage, class_name
+from headwater.runtime.tasks.tolerance import Failure, Stage, class_name, locate
 from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
@@ -202,7 +202,7 @@ class WorkerSourceTask(WorkerTask):
                 try:
                     key, value, headers = self._convert(record)
                 except Exception as error:
-                    retry_at = self._failed(self._failed_stage(record, error))
+                    retry_at = self.errors.retry_or_fail(self._failed_stage(record, error), self._retry)
                     if retry_at is not None:
                         return self._stop_sending(index, start, retry_at)
                     entries[index].acked = True  # skipped, so its offset may be committed (Java does the same)
@@ -224,7 +224,7 @@ class WorkerSourceTask(WorkerTask):
                 )
                 return self._stop_sending(index, start, now + SEND_FAILED_BACKOFF_MS)
             except ConnectError as error:  # the producer refuses the record for good (too large, say)
-                self._failed(Failure(Stage.KAFKA_PRODUCE, class_name(self.producer), error, record))
+                self.errors.failed(Failure(Stage.KAFKA_PRODUCE, class_name(self.producer), error, record))
                 entries[index].acked = True
         self.records_sent += len(records) - start
         self._to_send = None
@@ -240,46 +240,18 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent += index - start
         return index > start
 
-    def _failed(self, failure: Failure) -> int | None:
-        """Hand a record that failed to the error handler (which raises unless errors are tolerated); return when
-        to try it again instead, for a retriable failure within ``errors.retry.timeout``."""
-        if isinstance(failure.error, RetriableError) and self._retry.enabled:
-            at = self._retry.next_attempt()
-            if at is not None:
-                log.warning(
-                    "task %s: %s failed with a retriable error, retrying in %d ms: %s",
-                    self.id,
-                    failure.stage.value,
-                    at - self.clock.now_ms(),
-                    failure.error,
-                )
-                return at
-        self._retry.succeeded()
-        self.errors.failed(failure)
-        return None
-
     def _failed_stage(self, record: SourceRecord, error: Exception) -> Failure:
-        """Which converter failed for ``record``: each is run again on its own, in Kafka Connect's order."""
         topic = record.topic
-        stages = (
+        key, value = self.key_converter, self.value_converter
+        return locate(
+            record,
+            error,
             (
-                Stage.KEY_CONVERTER,
-                self.key_converter,
-                lambda: self.key_converter.from_connect(topic, record.key_schema, record.key),
+                (Stage.KEY_CONVERTER, key, lambda: key.from_connect(topic, record.key_schema, record.key)),
+                (Stage.VALUE_CONVERTER, value, lambda: value.from_connect(topic, record.value_schema, record.value)),
+                (Stage.HEADER_CONVERTER, self.header_converter, lambda: self._headers(record)),
             ),
-            (
-                Stage.VALUE_CONVERTER,
-                self.value_converter,
-                lambda: self.value_converter.from_connect(topic, record.value_schema, record.value),
-            ),
-            (Stage.HEADER_CONVERTER, self.header_converter, lambda: self._headers(record)),
         )
-        for stage, converter, convert in stages:
-            try:
-                convert()
-            except Exception as found:
-                return Failure(stage, class_name(converter), found, record)
-        return Failure(Stage.VALUE_CONVERTER, class_name(self.value_converter), error, record)
 
     def _delivery_failed(self, entry: SubmittedRecord | SubmittedBatch, reason: object) -> None:
         """A tolerated delivery failure, told by :class:`Acks`."""

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from headwater.sdk.context import Clock
-from headwater.sdk.errors import ConnectError
+from headwater.sdk.errors import ConnectError, RetriableError
 
 if TYPE_CHECKING:
     from headwater.runtime.tasks.dead_letter import DeadLetterQueue
@@ -130,6 +130,21 @@ class Failure:
         return f"{text}. {type(self.error).__name__}: {self.error}"
 
 
+Step = tuple["Stage", object, Callable[[], object]]
+"""One stage of a record's conversion: the stage, the object doing it (for its class name) and a call running it."""
+
+
+def locate(record: Any, error: Exception, steps: Sequence[Step]) -> Failure:
+    """The failure of ``record``'s conversion, which raised ``error``: the steps are run again, one at a time in
+    Kafka Connect's order, and the first that raises is the failed stage (the value converter's if none does)."""
+    for stage, doer, run in steps:
+        try:
+            run()
+        except Exception as found:
+            return Failure(stage, class_name(doer), found, record)
+    return Failure(Stage.VALUE_CONVERTER, class_name(steps[1][1]), error, record)
+
+
 def class_name(thing: object) -> str:
     """The qualified class name of ``thing`` (a class or an instance)."""
     cls = thing if isinstance(thing, type) else type(thing)
@@ -203,6 +218,25 @@ class ErrorHandler:
     def retry(self) -> Retry:
         """A retry schedule for one operation, counted in this handler's counters."""
         return Retry(self.settings, self.clock, self.counters)
+
+    def retry_or_fail(self, failure: Failure, retry: Retry) -> int | None:
+        """A retriable failure within ``errors.retry.timeout`` of ``retry``'s first: return when to try again.
+        Anything else goes to :meth:`failed` (which raises unless errors are tolerated), and ``None`` is returned."""
+        if isinstance(failure.error, RetriableError) and retry.enabled:
+            at = retry.next_attempt()
+            if at is not None:
+                log.warning(
+                    "task %s: %s failed with a retriable error for %s, retrying in %d ms: %s",
+                    self.task,
+                    failure.stage.value,
+                    failure.where(),
+                    at - self.clock.now_ms(),
+                    failure.error,
+                )
+                return at
+        retry.succeeded()
+        self.failed(failure)
+        return None
 
     def failed(self, failure: Failure) -> Future[None]:
         """Handle a failure that will not be retried (again). Raises :class:`ConnectError` with

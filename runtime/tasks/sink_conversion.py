@@ -1,0 +1,103 @@
+"""Turning consumed messages into the records a sink task is given: the key, value and header converters, under the
+task's error handling.
+
+With pass-through converters the transport's messages are handed on as they are. Otherwise each message becomes a
+:class:`~headwater.runtime.tasks.sink_context.ConvertedRecord` that keeps the message (its bytes go to the
+dead-letter queue if the task reports the record). A message whose conversion fails goes to the task's
+:class:`~headwater.runtime.tasks.tolerance.ErrorHandler`: retried later (it and the messages after it stay
+unconverted until then), skipped, or the task fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import attrgetter
+from typing import NamedTuple
+
+from headwater.runtime.converters import Converter, HeaderConverter, passes_bytes_through
+from headwater.runtime.tasks.sink_context import ConvertedRecord
+from headwater.runtime.tasks.tolerance import ErrorHandler, Failure, Stage, locate
+from headwater.runtime.transport.base import Message
+from headwater.sdk.records import SinkRecord
+
+_HEADERS = attrgetter("headers")
+
+
+def joined(first: Sequence[Message], then: Sequence[Message]) -> Sequence[Message]:
+    """``first`` followed by ``then``, without a copy when ``first`` is empty (the usual case)."""
+    return then if not first else [*first, *then]
+
+
+class Converted(NamedTuple):
+    records: Sequence[SinkRecord]
+    """The records so far, then those converted now."""
+    unconverted: Sequence[Message]
+    """Messages left for a retry: the one whose conversion is retried and those after it."""
+    retry_at: int | None
+    """When to convert :attr:`unconverted` again."""
+
+
+class SinkConversion:
+    """One sink task's converters and its conversion retries."""
+
+    def __init__(
+        self,
+        key_converter: Converter,
+        value_converter: Converter,
+        header_converter: HeaderConverter,
+        errors: ErrorHandler,
+    ) -> None:
+        self.key_converter = key_converter
+        self.value_converter = value_converter
+        self.header_converter = header_converter
+        self.errors = errors
+        self._retry = errors.retry()
+        self._passthrough = passes_bytes_through(key_converter) and passes_bytes_through(value_converter)
+        self._passthrough_headers = self._passthrough and passes_bytes_through(header_converter)
+
+    def convert(self, records: Sequence[SinkRecord], messages: Sequence[Message]) -> Converted:
+        """``records`` followed by ``messages`` converted (those that failed and were tolerated left out)."""
+        if self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages))):
+            # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
+            return Converted(joined(records, messages), (), None)
+        key_converter = self.key_converter.to_connect
+        value_converter = self.value_converter.to_connect
+        converted = list(records)
+        for index, message in enumerate(messages):
+            topic = message.topic
+            try:
+                record = ConvertedRecord(
+                    topic,
+                    message.partition,
+                    message.offset,
+                    key_converter(topic, message.key),
+                    value_converter(topic, message.value),
+                    message.timestamp,
+                    self.headers(message) if message.headers else (),
+                    message,
+                )
+            except Exception as error:
+                retry_at = self.errors.retry_or_fail(self._failure(message, error), self._retry)
+                if retry_at is not None:
+                    return Converted(converted, messages[index:], retry_at)
+                continue
+            converted.append(record)
+        self._retry.succeeded()
+        return Converted(converted, (), None)
+
+    def headers(self, message: Message) -> list[tuple[str, object]]:
+        convert = self.header_converter.to_connect
+        return [(key, convert(message.topic, key, value)) for key, value in message.headers or ()]
+
+    def _failure(self, message: Message, error: Exception) -> Failure:
+        topic = message.topic
+        key, value = self.key_converter, self.value_converter
+        return locate(
+            message,
+            error,
+            (
+                (Stage.KEY_CONVERTER, key, lambda: key.to_connect(topic, message.key)),
+                (Stage.VALUE_CONVERTER, value, lambda: value.to_connect(topic, message.value)),
+                (Stage.HEADER_CONVERTER, self.header_converter, lambda: self.headers(message)),
+            ),
+        )
