@@ -270,7 +270,13 @@ class Worker:
         if sink:
             assert isinstance(task, SinkTask), f"{task_class} is not a SinkTask"
             dead_letters = None
-            if settings.errors.dlq_topic:
+            if settings.errors.dlq_topic and not settings.errors.tolerate:
+                log.warning(
+                    "task %s: errors.deadletterqueue.topic.name is set but errors.tolerance=none: a failed record "
+                    "fails the task and goes to no dead-letter topic; set errors.tolerance=all to use it",
+                    id,
+                )
+            elif settings.errors.dlq_topic:
                 create_dead_letter_topic(
                     self.transport.admin(), settings.errors.dlq_topic, settings.errors.dlq_replication_factor
                 )

@@ -38,6 +38,7 @@ SDK_API = [
     "ConnectError",
     "Connector",
     "ConnectorContext",
+    "ErrantRecordReporter",
     "Header",
     "IllegalWorkerStateError",
     "Importance",
