@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from headwater.runtime.converters import Converter, HeaderConverter, passes_bytes_through
 from headwater.runtime.tasks.sink_context import ConvertedRecord
-from headwater.runtime.tasks.tolerance import ErrorHandler, Failure, Stage, locate
+from headwater.runtime.tasks.tolerance import ErrorHandler, Failure, Stage, class_name
 from headwater.runtime.transport.base import Message
 from headwater.sdk.records import SinkRecord
 
@@ -60,44 +60,32 @@ class SinkConversion:
         if self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages))):
             # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
             return Converted(joined(records, messages), (), None)
-        key_converter = self.key_converter.to_connect
-        value_converter = self.value_converter.to_connect
+        key_converter, value_converter = self.key_converter, self.value_converter
+        to_key, to_value = key_converter.to_connect, value_converter.to_connect
         converted = list(records)
         for index, message in enumerate(messages):
             topic = message.topic
+            stage, converter = Stage.KEY_CONVERTER, key_converter
             try:
-                record = ConvertedRecord(
-                    topic,
-                    message.partition,
-                    message.offset,
-                    key_converter(topic, message.key),
-                    value_converter(topic, message.value),
-                    message.timestamp,
-                    self.headers(message) if message.headers else (),
-                    message,
-                )
+                key = to_key(topic, message.key)
+                stage, converter = Stage.VALUE_CONVERTER, value_converter
+                value = to_value(topic, message.value)
+                stage, converter = Stage.HEADER_CONVERTER, self.header_converter  # type: ignore[assignment]
+                headers = self.headers(message) if message.headers else ()
             except Exception as error:
-                retry_at = self.errors.retry_or_fail(self._failure(message, error), self._retry)
+                failure = Failure(stage, class_name(converter), error, message)
+                retry_at = self.errors.retry_or_fail(failure, self._retry)
                 if retry_at is not None:
                     return Converted(converted, messages[index:], retry_at)
                 continue
-            converted.append(record)
+            converted.append(
+                ConvertedRecord(
+                    topic, message.partition, message.offset, key, value, message.timestamp, headers, message
+                )
+            )
         self._retry.succeeded()
         return Converted(converted, (), None)
 
     def headers(self, message: Message) -> list[tuple[str, object]]:
         convert = self.header_converter.to_connect
         return [(key, convert(message.topic, key, value)) for key, value in message.headers or ()]
-
-    def _failure(self, message: Message, error: Exception) -> Failure:
-        topic = message.topic
-        key, value = self.key_converter, self.value_converter
-        return locate(
-            message,
-            error,
-            (
-                (Stage.KEY_CONVERTER, key, lambda: key.to_connect(topic, message.key)),
-                (Stage.VALUE_CONVERTER, value, lambda: value.to_connect(topic, message.value)),
-                (Stage.HEADER_CONVERTER, self.header_converter, lambda: self.headers(message)),
-            ),
-        )

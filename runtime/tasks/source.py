@@ -19,7 +19,7 @@ from headwater.runtime.converters import passes_bytes_through
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
-from headwater.runtime.tasks.tolerance import Failure, Stage, class_name, locate
+from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class_name
 from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
@@ -201,8 +201,8 @@ class WorkerSourceTask(WorkerTask):
             else:
                 try:
                     key, value, headers = self._convert(record)
-                except Exception as error:
-                    retry_at = self.errors.retry_or_fail(self._failed_stage(record, error), self._retry)
+                except StageFailed as failed:
+                    retry_at = self.errors.retry_or_fail(failed.failure, self._retry)
                     if retry_at is not None:
                         return self._stop_sending(index, start, retry_at)
                     entries[index].acked = True  # skipped, so its offset may be committed (Java does the same)
@@ -240,19 +240,6 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent += index - start
         return index > start
 
-    def _failed_stage(self, record: SourceRecord, error: Exception) -> Failure:
-        topic = record.topic
-        key, value = self.key_converter, self.value_converter
-        return locate(
-            record,
-            error,
-            (
-                (Stage.KEY_CONVERTER, key, lambda: key.from_connect(topic, record.key_schema, record.key)),
-                (Stage.VALUE_CONVERTER, value, lambda: value.from_connect(topic, record.value_schema, record.value)),
-                (Stage.HEADER_CONVERTER, self.header_converter, lambda: self._headers(record)),
-            ),
-        )
-
     def _delivery_failed(self, entry: SubmittedRecord | SubmittedBatch, reason: object) -> None:
         """A tolerated delivery failure, told by :class:`Acks`."""
         partition = None if entry.key is None else dict(entry.key)  # type: ignore[call-overload]
@@ -276,10 +263,18 @@ class WorkerSourceTask(WorkerTask):
         return True
 
     def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None, RawHeaders | None]:
+        """The record's key, value and headers as bytes; raises :class:`StageFailed` naming the failed stage."""
         topic = record.topic
-        key = self.key_converter.from_connect(topic, record.key_schema, record.key)
-        value = self.value_converter.from_connect(topic, record.value_schema, record.value)
-        return key, value, self._headers(record) if record.headers else None
+        stage, converter = Stage.KEY_CONVERTER, self.key_converter
+        try:
+            key = converter.from_connect(topic, record.key_schema, record.key)
+            stage, converter = Stage.VALUE_CONVERTER, self.value_converter
+            value = converter.from_connect(topic, record.value_schema, record.value)
+            stage, converter = Stage.HEADER_CONVERTER, self.header_converter  # type: ignore[assignment]
+            headers = self._headers(record) if record.headers else None
+        except Exception as error:
+            raise StageFailed(Failure(stage, class_name(converter), error, record)) from error
+        return key, value, headers
 
     def _headers(self, record: SourceRecord) -> list[tuple[str, bytes | None]]:
         convert = self.header_converter.from_connect

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -130,19 +130,12 @@ class Failure:
         return f"{text}. {type(self.error).__name__}: {self.error}"
 
 
-Step = tuple["Stage", object, Callable[[], object]]
-"""One stage of a record's conversion: the stage, the object doing it (for its class name) and a call running it."""
+class StageFailed(Exception):
+    """Raised by a conversion with the :class:`Failure` it ended in (which stage, of which record)."""
 
-
-def locate(record: Any, error: Exception, steps: Sequence[Step]) -> Failure:
-    """The failure of ``record``'s conversion, which raised ``error``: the steps are run again, one at a time in
-    Kafka Connect's order, and the first that raises is the failed stage (the value converter's if none does)."""
-    for stage, doer, run in steps:
-        try:
-            run()
-        except Exception as found:
-            return Failure(stage, class_name(doer), found, record)
-    return Failure(Stage.VALUE_CONVERTER, class_name(steps[1][1]), error, record)
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(str(failure.error))
+        self.failure = failure
 
 
 def class_name(thing: object) -> str:

@@ -92,3 +92,24 @@ class ErrantSinkTask(SinkTask):
         for report in self.reports:
             report.result()
         self.reports.clear()
+
+
+class FlakyConverter:
+    """A bytes converter whose first ``fail.calls`` conversions (set on the converter, ``value.converter.fail.calls``)
+    raise :class:`RetriableError`, counted per instance, both ways."""
+
+    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
+        self.failures_left = int(config.get("fail.calls", 0))
+
+    def _maybe_fail(self) -> None:
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            raise RetriableError("the schema registry is unavailable")
+
+    def from_connect(self, topic: str, schema: Mapping[str, Any] | None, value: Any) -> bytes | None:
+        self._maybe_fail()
+        return value if value is None else bytes(value)
+
+    def to_connect(self, topic: str, data: bytes | None) -> Any:
+        self._maybe_fail()
+        return data

@@ -202,3 +202,32 @@ def test_put_failing_past_the_retry_timeout_fails_or_is_tolerated(
         worker.advance(1000)
         assert worker.group_offsets(names["snk"]) == {TopicPartition(names["in"], 0): 3}
     assert written(names["snk"]) == []
+
+
+@pytest.mark.parametrize(("failures", "survives"), [(3, True), (8, False)])
+def test_a_retriable_conversion_failure_is_retried_within_the_retry_timeout(
+    make_simulated_worker: Make, names: dict[str, str], failures: int, survives: bool
+) -> None:
+    worker = make_simulated_worker(CONFIG)
+    worker.create_topic(names["in"], 1)
+    for n in range(3):
+        worker.produce(names["in"], f"v{n}".encode(), partition=0)
+    extra = {
+        "value.converter": "support.errant_sink.FlakyConverter",
+        "value.converter.fail.calls": str(failures),
+        "errors.retry.timeout": "5000",
+        "errors.retry.delay.max.ms": "1000",
+    }
+    worker.add_connector(names["snk"], ErrantSinkConnector, {**sink_config(names), **extra})
+    worker.advance(250)
+    assert WRITTEN[names["snk"]] == [], "the first attempt failed; the next one is 300 ms later"
+    worker.advance(6000)  # attempts at 0, 300, 900, 1900, 2900, 3900, 4900 and 5000 ms: the timeout
+    if survives:
+        assert WRITTEN[names["snk"]] == [b"v0", b"v1", b"v2"]
+        assert worker.sink_task(names["snk"]).errors.counters.retries == failures
+    else:
+        assert worker.task_state(names["snk"]) is State.FAILED
+        failure = str(worker.sink_task(names["snk"]).failure)
+        assert "VALUE_CONVERTER failed for the record at topic" in failure
+        assert "schema registry is unavailable" in failure
+        assert WRITTEN[names["snk"]] == []

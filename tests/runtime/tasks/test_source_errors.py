@@ -24,7 +24,8 @@ class ThreeRecordsTask(SourceTask):
 
     def start(self, config: Mapping[str, str]) -> None:
         self.topic = config["topic"]
-        self.middle: Any = {"not": "bytes"} if config.get("middle") == "unconvertible" else HUGE
+        middles: dict[str, Any] = {"unconvertible": {"not": "bytes"}, "huge": HUGE, "small": b"middle"}
+        self.middle = middles[config.get("middle", "huge")]
         self.sent = False
 
     def poll(self) -> list[SourceRecord] | None:
@@ -84,3 +85,26 @@ def test_with_tolerance_none_the_task_fails_naming_the_record(make_worker: Make,
     assert "errors.tolerance=none" in failure
     assert worker.source_offset("src", PARTITION) in (None, {"at": 0})
     assert [m.value for m in worker.messages(topic)] in ([], [b"first"])
+
+
+@pytest.mark.parametrize("retry_timeout", ["5000", "0"])
+def test_a_retriable_conversion_failure_is_retried_within_the_retry_timeout(
+    make_simulated_worker: Make, topic: str, retry_timeout: str
+) -> None:
+    worker = make_simulated_worker(CONFIG)
+    worker.create_topic(topic, 1)
+    props = {
+        "topic": topic,
+        "middle": "small",
+        "value.converter": "support.errant_sink.FlakyConverter",
+        "value.converter.fail.calls": "2",
+        "errors.retry.timeout": retry_timeout,
+    }
+    worker.add_connector("src", ThreeRecordsConnector, props)
+    worker.advance(2000)
+    if retry_timeout == "0":
+        assert worker.task_state("src") is State.FAILED
+        assert worker.messages(topic) == []
+    else:
+        assert [m.value for m in worker.messages(topic)] == [b"first", b"middle", b"last"]
+        assert worker.source_task("src").errors.counters.retries == 2
