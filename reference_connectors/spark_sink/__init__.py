@@ -6,10 +6,9 @@ Install with ``pip install 'headwater[spark-sink]'``; its entry point is ``spark
 """
 
 from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer, RecordBuffer
-from headwater.reference_connectors.spark_sink.columns import ColumnBuilder, Rejected, infer_schema
+from headwater.reference_connectors.spark_sink.columns import ColumnBuilder, Rejected, SchemaMismatch, infer_schema
 from headwater.reference_connectors.spark_sink.config import CONFIG_DEF, SPARK_DEFAULTS, SinkConfig
 from headwater.reference_connectors.spark_sink.connector import SparkSinkConnector
-from headwater.reference_connectors.spark_sink.dead_letter import DeadLetterQueue
 from headwater.reference_connectors.spark_sink.delta_table import DeltaTable
 from headwater.reference_connectors.spark_sink.hadoop_files import HadoopFiles
 from headwater.reference_connectors.spark_sink.packages import delta_package, kafka_package, session_settings
@@ -24,13 +23,13 @@ __all__ = [
     "CONFIG_DEF",
     "SPARK_DEFAULTS",
     "ColumnBuilder",
-    "DeadLetterQueue",
     "DeltaTable",
     "HadoopFiles",
     "ParquetTable",
     "PartitionBuffer",
     "RecordBuffer",
     "Rejected",
+    "SchemaMismatch",
     "SinkConfig",
     "SinkTable",
     "SparkSinkConnector",

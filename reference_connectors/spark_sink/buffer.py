@@ -25,8 +25,10 @@ def value_bytes(value: Any) -> bytes | None:
 
 @dataclass
 class PartitionBuffer:
-    """The buffered records of one topic partition, in offset order, as columns."""
+    """The buffered records of one topic partition, in offset order, as columns, and the records themselves (a
+    record that does not fit is reported as it was given: the runtime recovers its original bytes from it)."""
 
+    records: list[SinkRecord] = field(default_factory=list)
     values: list[bytes | None] = field(default_factory=list)
     keys: list[Any] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
@@ -62,6 +64,7 @@ class RecordBuffer:
                 buffer = self.partitions.setdefault(TopicPartition(topic, partition), PartitionBuffer())
             value = value_bytes(record.value)
             key = record.key
+            buffer.records.append(record)
             buffer.values.append(value)
             buffer.keys.append(key)
             buffer.offsets.append(record.offset)

@@ -22,22 +22,45 @@ import pyarrow.json as pa_json
 
 from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer
 from headwater.reference_connectors.spark_sink.schema import metadata_type, writable
-from headwater.sdk import TopicPartition
+from headwater.sdk import SinkRecord, TopicPartition
+
+
+class SchemaMismatch(ValueError):
+    """Why a record does not fit the table's schema: the error it is reported with (its class name and message go
+    to the dead-letter record's ``__connect.errors.exception.*`` headers)."""
 
 
 @dataclass(frozen=True)
 class Rejected:
-    """A record that does not fit the schema."""
+    """A record that does not fit the schema, and why."""
 
-    topic: str
-    partition: int
-    offset: int
-    key: Any
+    record: SinkRecord
+    """As given to ``put``: what the task reports."""
     value: bytes | None
+    """The value as the task parsed it (JSON text)."""
     reason: str
+
+    @property
+    def topic(self) -> str:
+        return self.record.topic
+
+    @property
+    def partition(self) -> int:
+        return self.record.partition
+
+    @property
+    def offset(self) -> int:
+        return self.record.offset
+
+    @property
+    def key(self) -> Any:
+        return self.record.key
 
     def where(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
+
+    def error(self) -> SchemaMismatch:
+        return SchemaMismatch(f"the record does not fit the table's schema: {self.reason}")
 
 
 def _read(values: Sequence[bytes], schema: pa.Schema | None) -> pa.Table:
@@ -135,10 +158,7 @@ class ColumnBuilder:
             elif field == "key":
                 columns[name] = key_column
         table = pa.Table.from_arrays([columns[name] for name in self.table_schema.names], schema=self.table_schema)
-        rejected = [
-            Rejected(tp.topic, tp.partition, buffer.offsets[i], keys[i], values[i], reason)
-            for i, reason in sorted(bad.items())
-        ]
+        rejected = [Rejected(buffer.records[i], values[i], reason) for i, reason in sorted(bad.items())]
         return table, rejected
 
     def _values(self, values: list[bytes]) -> pa.Table:

@@ -1,5 +1,6 @@
-"""The Spark sink's configuration: the table, its columns, the flush policy, the dead-letter topic and the settings
-of the worker process's SparkSession.
+"""The Spark sink's configuration: the table, its columns, the flush policy and the settings of the worker process's
+SparkSession. Records that do not fit the schema are handled by the runtime's ``errors.*`` keys (tolerance, log,
+dead-letter queue), which every sink has.
 
 Every ``spark.`` key goes to the SparkSession builder as it is (``spark.driver.memory=2g``); the session is made
 once per worker process, so the first Spark sink task to start in a process decides them. Packages are merged with
@@ -8,7 +9,8 @@ the ones the table needs (see :mod:`.packages`), never replaced.
 Refused at config time, with the reason: a Spark Connect session (``spark.remote``, ``spark.api.mode=connect``), an
 ``s3://`` or ``s3n://`` table path Hadoop has no file system for, a Delta table on s3a written with Delta's
 default S3 log store unless ``table.single.writer`` declares that one worker process writes it or
-``table.commit.coordinator`` gives its commits to a coordinator, and a commit coordinator for a Parquet table.
+``table.commit.coordinator`` gives its commits to a coordinator, a commit coordinator for a Parquet table, and
+``errors.deadletterqueue.bootstrap.servers``, the key of the sink's former dead-letter producer.
 """
 
 from __future__ import annotations
@@ -45,11 +47,8 @@ FLUSH_BYTES = "flush.max.bytes"
 FLUSH_INTERVAL_MS = "flush.interval.ms"
 WRITE_FILES = "write.max.files"
 WRITE_BACKGROUND = "write.background"
-DLQ_TOPIC = "errors.deadletterqueue.topic.name"
 DLQ_BOOTSTRAP = "errors.deadletterqueue.bootstrap.servers"
-DLQ_HEADERS = "errors.deadletterqueue.context.headers.enable"
-ERRORS_TOLERANCE = "errors.tolerance"
-"""Defined by the runtime for every connector; the task reads it from its config."""
+"""No longer an option: the sink's own dead-letter producer went to this cluster. Refused, with what to do."""
 SPARK_PREFIX = "spark."
 
 SPARK_DEFAULTS: dict[str, str] = {
@@ -221,13 +220,6 @@ CONFIG_DEF = (
         "Write each flush on a background thread while the next records are buffered (at most one write in "
         "flight; its offsets are committed once it is in the table); false: put waits for every write.",
     )
-    .define(
-        DLQ_BOOTSTRAP,
-        Type.LIST,
-        "",
-        Importance.MEDIUM,
-        "Bootstrap servers of the cluster holding the dead-letter topic (usually the worker's).",
-    )
 )
 """Every option of the Spark sink with its default and validator (``spark.*`` keys are passed through)."""
 
@@ -250,10 +242,6 @@ class SinkConfig:
     flush_interval_ms: int
     write_max_files: int
     write_background: bool
-    tolerate_errors: bool
-    dlq_topic: str
-    dlq_bootstrap_servers: str
-    dlq_context_headers: bool
     spark_conf: Mapping[str, str]
     single_writer: bool = False
     commit_coordinator: str = ""
@@ -282,11 +270,16 @@ class SinkConfig:
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> SinkConfig:
         """Parse a connector or task config; raises :class:`ConfigError` naming every bad key."""
+        if props.get(DLQ_BOOTSTRAP) is not None:
+            raise ConfigError(
+                DLQ_BOOTSTRAP,
+                props[DLQ_BOOTSTRAP],
+                "The Spark sink no longer has a dead-letter producer of its own: records that do not fit the schema "
+                "go to the runtime's dead-letter queue (errors.deadletterqueue.topic.name), which every sink has and "
+                "which writes to the worker's Kafka cluster (its producer settings: producer.override.* per "
+                "connector); remove this key",
+            )
         parsed = CONFIG_DEF.parse(props)
-        tolerance = str(props.get(ERRORS_TOLERANCE) or "none").strip().lower()
-        dlq_topic = str(props.get(DLQ_TOPIC) or "").strip()  # INTERIM: the runtime defines it (issue 20)
-        if dlq_topic and not parsed[DLQ_BOOTSTRAP]:
-            raise ConfigError(DLQ_BOOTSTRAP, None, f"Required when {DLQ_TOPIC} is set")
         app_id = parsed[TABLE_APP_ID] or str(props.get("name") or "")
         if not app_id:
             raise ConfigError(TABLE_APP_ID, None, "Required when the config has no connector name")
@@ -309,10 +302,6 @@ class SinkConfig:
             flush_interval_ms=parsed[FLUSH_INTERVAL_MS],
             write_max_files=parsed[WRITE_FILES],
             write_background=parsed[WRITE_BACKGROUND],
-            tolerate_errors=tolerance == "all",
-            dlq_topic=dlq_topic,
-            dlq_bootstrap_servers=",".join(parsed[DLQ_BOOTSTRAP]),
-            dlq_context_headers=str(props.get(DLQ_HEADERS) or "false").strip().lower() == "true",
             spark_conf=spark_conf,
             single_writer=parsed[SINGLE_WRITER],
             commit_coordinator=parsed[COMMIT_COORDINATOR].lower(),

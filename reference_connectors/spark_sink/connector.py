@@ -2,8 +2,9 @@
 SparkSession, exactly once (KIP-89; the offsets live in the table).
 
 Run it with ``value.converter=bytes`` (and ``key.converter=bytes``), so the task parses the JSON values itself in
-Arrow and a value that is not JSON is a record that does not fit the schema, sent to the dead-letter topic under
-``errors.tolerance=all``; with the JSON converter the runtime drops an unparseable value before the task sees it.
+Arrow and a value that is not JSON is a record that does not fit the schema, which the task reports to the runtime
+(to the dead-letter queue under ``errors.tolerance=all``); with the JSON converter the runtime handles an
+unparseable value itself, before the task sees it.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ and keeps its offsets in the table rather than trusting the consumer group.
   crash interrupted) and rewinds the consumer to just after it with ``context.offset``. So the group's committed
   offsets are only advisory: a crash at any point neither loses nor repeats a row.
 - **close** drops the buffered records of the partitions (they may be lost to another task already).
+- **Records that do not fit** the table's schema are reported to ``context.errant_record_reporter`` (KIP-610): the
+  runtime's ``errors.tolerance`` fails the task or skips them, to its dead-letter queue when one is configured. A
+  flush writes the table, moving the partitions' offsets past them, only once their reports are done.
 - **Background writes** (``write.background``, the default): a flush hands its records to a writer thread and the
   task goes on buffering, so reading and parsing overlap Spark's write. At most one write is in flight: a flush by
   records or bytes waits for it; a flush by time comes at the first look after it ends, the task reading on
@@ -28,7 +31,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from headwater.reference_connectors.spark_sink.buffer import RecordBuffer
 from headwater.reference_connectors.spark_sink.config import SinkConfig
-from headwater.reference_connectors.spark_sink.dead_letter import DeadLetterQueue
 from headwater.reference_connectors.spark_sink.writer import TableWriter
 from headwater.sdk import SinkRecord, SinkTask, TopicPartition, hookimpl
 
@@ -48,13 +50,7 @@ class SparkSinkTask(SinkTask):
 
     def start(self, config: Mapping[str, str]) -> None:
         self.config = SinkConfig.parse(config)
-        dead_letters = None
-        if self.config.tolerate_errors and self.config.dlq_topic:
-            name = str(config.get("name", self.config.app_id))
-            dead_letters = DeadLetterQueue(
-                self.config.dlq_topic, self.config.dlq_bootstrap_servers, name, self.config.dlq_context_headers
-            )
-        self.writer = TableWriter(self.config, dead_letters)
+        self.writer = TableWriter(self.config, self.context.errant_record_reporter)
         self.buffer = RecordBuffer()
         self.written: dict[TopicPartition, int] = {}
         """Next offset to consume of each assigned partition whose records up to there are in the table."""
@@ -165,8 +161,6 @@ class SparkSinkTask(SinkTask):
             )
         if self.executor is not None:
             self.executor.shutdown()
-        if self.writer is not None and self.writer.dead_letters is not None:
-            self.writer.dead_letters.close()
 
     def __repr__(self) -> str:
         name = self.config.app_id if hasattr(self, "config") else "?"

@@ -1,10 +1,12 @@
-"""One flush: buffered records into Arrow tables, records that do not fit set apart (to the dead-letter topic, the
-log, or a task failure), then one write of the table that stores the offsets with the rows."""
+"""One flush: buffered records into Arrow tables, records that do not fit reported to the runtime's
+ErrantRecordReporter (which sends them to the dead-letter queue, logs them or fails the task, as ``errors.*`` say),
+then, once every report is done, one write of the table that stores the offsets with the rows."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -12,15 +14,18 @@ from pyspark.sql import SparkSession
 from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer
 from headwater.reference_connectors.spark_sink.columns import ColumnBuilder, Rejected, infer_schema
 from headwater.reference_connectors.spark_sink.config import PARTITION_BY, VALUE_SCHEMA, SinkConfig
-from headwater.reference_connectors.spark_sink.dead_letter import DeadLetterQueue
 from headwater.reference_connectors.spark_sink.delta_table import DeltaTable, dynamodb_coordinator
 from headwater.reference_connectors.spark_sink.parquet_table import ParquetTable
 from headwater.reference_connectors.spark_sink.schema import table_schema
 from headwater.reference_connectors.spark_sink.session import spark_session
 from headwater.reference_connectors.spark_sink.table import SinkTable
-from headwater.sdk import ConfigError, ConnectError, TopicPartition
+from headwater.sdk import ConfigError, ConnectError, ErrantRecordReporter, TopicPartition
 
 log = logging.getLogger(__name__)
+
+REPORT_WAIT_S = 30.0
+"""How long a flush waits for a report before it logs that it is still waiting (it waits on: a dead-letter write
+that fails ends the wait with its error)."""
 
 
 def make_table(config: SinkConfig, session: SparkSession) -> SinkTable:
@@ -36,11 +41,13 @@ def make_table(config: SinkConfig, session: SparkSession) -> SinkTable:
 class TableWriter:
     """Writes flushes of one task into its table, starting the worker's SparkSession on first use."""
 
-    def __init__(self, config: SinkConfig, dead_letters: DeadLetterQueue | None = None) -> None:
+    def __init__(self, config: SinkConfig, reporter: ErrantRecordReporter | None = None) -> None:
+        """``reporter``: the task context's, where records that do not fit go; without one such a record fails the
+        flush."""
         self.config = config
         self.table: SinkTable | None = None
         """Made with the worker's SparkSession by :meth:`start_session`."""
-        self.dead_letters = dead_letters
+        self.reporter = reporter
         self.builder: ColumnBuilder | None = None
         self.rows = 0
         self.rejected = 0
@@ -77,7 +84,9 @@ class TableWriter:
         return self.start_session().recover(partitions)
 
     def write(self, parts: Mapping[TopicPartition, PartitionBuffer]) -> dict[TopicPartition, int]:
-        """Write ``parts``; return the next offset to consume of each partition, durable in the table."""
+        """Write ``parts``; return the next offset to consume of each partition, durable in the table. The table
+        write, which moves each partition's offset past its records that do not fit, comes only once their reports
+        are done (their dead-letter writes acknowledged); a crash in between reports them again."""
         if not parts:
             return {}
         table = self.start_session()
@@ -87,9 +96,9 @@ class TableWriter:
         for tp, buffer in parts.items():
             tables[tp], misfits = builder.build(tp, buffer)
             rejected += misfits
-        if rejected:
-            self._reject(rejected)
+        reports = self._report(rejected) if rejected else []
         last = {tp: buffer.last_offset for tp, buffer in parts.items()}
+        self._await(reports)
         table.write(tables, last)
         self.rows += sum(table.num_rows for table in tables.values())
         self.writes += 1
@@ -128,16 +137,33 @@ class TableWriter:
             raise ConfigError(PARTITION_BY, ",".join(config.partition_by), f"No column {missing[0]} in {schema.names}")
         return schema
 
-    def _reject(self, rejected: list[Rejected]) -> None:
-        first = rejected[0]
-        if not self.config.tolerate_errors:
+    def _report(self, rejected: Sequence[Rejected]) -> list[tuple[Rejected, Future[None]]]:
+        """Report each of ``rejected`` to the reporter, which raises, naming the first, when errors are not
+        tolerated."""
+        reporter = self.reporter
+        if reporter is None:
+            first = rejected[0]
             raise ConnectError(
-                f"the record at {first.where()} does not fit the table's schema: {first.reason} "
-                f"({len(rejected)} records of this flush do not fit; set errors.tolerance=all to send them to a "
-                "dead-letter topic instead)"
+                f"the record at {first.where()} does not fit the table's schema: {first.reason} ({len(rejected)} "
+                "records of this flush do not fit, and the task's context offers no errant record reporter)"
             )
+        reports = [(record, reporter.report(record.record, record.error())) for record in rejected]
         self.rejected += len(rejected)
-        if self.dead_letters is not None:
-            self.dead_letters.send(rejected)
-        for record in rejected:
-            log.warning("skipping the record at %s, which does not fit the schema: %s", record.where(), record.reason)
+        log.info("reported %d records that do not fit the schema, the first at %s", len(rejected), rejected[0].where())
+        return reports
+
+    def _await(self, reports: Sequence[tuple[Rejected, Future[None]]]) -> None:
+        """Wait until every report is done; raises the error of a failed one (its dead-letter write)."""
+        for record, report in reports:
+            while True:
+                try:
+                    report.result(REPORT_WAIT_S)
+                    break
+                except TimeoutError:
+                    if report.done():  # the report's own error
+                        raise
+                    log.warning(
+                        "the report of the record at %s is not done after %.0f s; the table write waits for it",
+                        record.where(),
+                        REPORT_WAIT_S,
+                    )

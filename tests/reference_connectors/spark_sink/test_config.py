@@ -26,18 +26,30 @@ def test_defaults() -> None:
     assert config.metadata_columns == ("topic", "partition", "offset", "timestamp", "key")
     assert config.metadata_name("offset") == "kafka_offset"
     assert (config.flush_max_records, config.flush_max_bytes, config.flush_interval_ms) == (100_000, 64 << 20, 30_000)
-    assert config.tolerate_errors is False
     assert config.spark_conf == SPARK_DEFAULTS
 
 
-def test_spark_keys_pass_through_over_the_defaults_and_errors_tolerance_is_read() -> None:
-    config = SinkConfig.parse(
-        {**BASE, "spark.driver.memory": "2g", "spark.sql.session.timeZone": "UTC", "errors.tolerance": "all"}
-    )
+def test_spark_keys_pass_through_over_the_defaults() -> None:
+    config = SinkConfig.parse({**BASE, "spark.driver.memory": "2g", "spark.sql.session.timeZone": "UTC"})
     assert config.spark_conf["spark.driver.memory"] == "2g"
     assert config.spark_conf["spark.sql.session.timeZone"] == "UTC"
     assert config.spark_conf["spark.master"] == SPARK_DEFAULTS["spark.master"]
-    assert config.tolerate_errors is True
+
+
+def test_the_runtimes_error_keys_are_accepted_and_the_old_dead_letter_cluster_is_refused() -> None:
+    runtime_keys = {
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": "orders-dlq",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    assert SinkConfig.parse({**BASE, **runtime_keys}).app_id == "orders-sink"
+    old = {**BASE, **runtime_keys, "errors.deadletterqueue.bootstrap.servers": "kafka:9092"}
+    for parse_old in (SinkConfig.parse, SparkSinkConnector().validate):
+        with pytest.raises(ConfigError) as refused:
+            parse_old(old)
+        assert refused.value.key == "errors.deadletterqueue.bootstrap.servers"
+        assert "runtime's dead-letter queue" in str(refused.value)
+        assert "worker's Kafka cluster" in str(refused.value)
 
 
 def test_schema_columns_become_arrow_fields() -> None:
@@ -76,7 +88,6 @@ def test_bad_schemas_name_the_key_and_the_problem(text: str, reason: str) -> Non
         ({"metadata.columns": "topic,headers"}, "metadata.columns"),
         ({"partition.by": "a-b"}, "partition.by"),
         ({"flush.max.records": "0"}, "flush.max.records"),
-        ({"errors.deadletterqueue.topic.name": "dlq"}, "errors.deadletterqueue.bootstrap.servers"),
         ({"metadata.key.type": "json"}, "metadata.key.type"),
     ],
 )

@@ -1,9 +1,9 @@
-"""The Spark sink against the real broker: records that do not fit go to the dead-letter topic; a sink whose consumer
-group is rewound reads on from the table's offsets, writing nothing twice (s3a); a ``headwater standalone`` worker
-SIGKILLed at random points while records stream in, restarted each time, leaves every record in the table exactly
-once, for Parquet and for Delta: on a local disk, on an S3-compatible server through s3a, and with a Spark standalone
-cluster's executor (in a working directory of its own) doing the writes; and two distributed workers write one table
-on s3a at once (Delta through its DynamoDB commit coordinator)."""
+"""The Spark sink against the real broker: records that do not fit go to the runtime's dead-letter topic; a sink
+whose consumer group is rewound reads on from the table's offsets, writing nothing twice (s3a); a ``headwater
+standalone`` worker SIGKILLed at random points while records stream in, restarted each time, leaves every record in
+the table exactly once, for Parquet and for Delta: on a local disk, on an S3-compatible server through s3a, and with
+a Spark standalone cluster's executor (in a working directory of its own) doing the writes; and two distributed
+workers write one table on s3a at once (Delta through its DynamoDB commit coordinator)."""
 
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from pyspark.sql import SparkSession
 
 from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
-from headwater.reference_connectors.spark_sink import DeltaTable, SparkSinkConnector
+from headwater.reference_connectors.spark_sink import DeltaTable, ParquetTable, SparkSinkConnector
 from headwater.reference_connectors.spark_sink.config import SinkConfig
-from headwater.reference_connectors.spark_sink.dead_letter import HEADER_PREFIX
 from headwater.reference_connectors.spark_sink.delta_table import dynamodb_coordinator
 from headwater.reference_connectors.spark_sink.schema import table_schema
+from headwater.runtime.tasks.dead_letter import CONTEXT_HEADERS, PREFIX
 from headwater.sdk import TopicPartition
 from support.distributed_process import DistributedCluster
 from support.lake import Lake
@@ -48,13 +48,15 @@ PARTITIONS = 3
 def test_records_that_do_not_fit_go_to_the_dead_letter_topic_with_their_origin(
     kafka_bootstrap: str, spark: SparkSession, tmp_path: Path, unique_name: str, read_rows: Any
 ) -> None:
+    """Reported from the background write thread (``write.background`` is on by default): the table holds the rows
+    that fit once and the offsets past the dead letters, which the runtime's producer wrote with their original
+    bytes and context headers."""
     topic, dead = f"in-{unique_name}", f"dlq-{unique_name}"
     inspector = KafkaInspector(kafka_bootstrap)
     inspector.create_topic(topic)
-    inspector.create_topic(dead)
     worker = KafkaSteppedWorker(kafka_bootstrap, {"key.converter": "bytes", "value.converter": "bytes"})
     try:
-        for value in (b'{"id":1}', b"{broken", b'{"id":"two"}', b'{"id":3}'):
+        for value in (b'{"id":1}', b"{broken", b'{"id":"two"}', b'{"id":3}', b'{"id": "last"}'):
             worker.produce(topic, value, key=b"k")
         worker.add_connector(
             unique_name,
@@ -63,22 +65,32 @@ def test_records_that_do_not_fit_go_to_the_dead_letter_topic_with_their_origin(
                 "topics": topic,
                 "table.path": str(tmp_path / "t"),
                 "value.schema": "id BIGINT",
-                "flush.max.records": 4,
+                "flush.max.records": 5,
                 "errors.tolerance": "all",
                 "errors.deadletterqueue.topic.name": dead,
-                "errors.deadletterqueue.bootstrap.servers": kafka_bootstrap,
+                "errors.deadletterqueue.topic.replication.factor": "1",
                 "errors.deadletterqueue.context.headers.enable": "true",
             },
         )
-        committed = {TopicPartition(topic, 0): 4}
+        committed = {TopicPartition(topic, 0): 5}
         worker.run_until(lambda: worker.sink_task(unique_name).last_committed == committed, 60_000, "the commit")
         assert [row["id"] for row in read_rows(tmp_path / "t", "parquet")] == [1, 3]
+        table = ParquetTable(spark, str(tmp_path / "t"), unique_name, (), 0)
+        assert table.last_offsets() == {TopicPartition(topic, 0): 4}  # past the last record, a dead letter
         letters = inspector.messages(dead)
-        assert [(m.key, m.value) for m in letters] == [(b"k", b"{broken"), (b"k", b'{"id":"two"}')]
-        headers = dict(letters[1].headers)
-        assert headers[HEADER_PREFIX + "topic"] == topic.encode()
-        assert (headers[HEADER_PREFIX + "partition"], headers[HEADER_PREFIX + "offset"]) == (b"0", b"2")
-        assert b"changed from number to string" in headers[HEADER_PREFIX + "exception.message"]
+        assert [(m.key, m.value) for m in letters] == [
+            (b"k", b"{broken"),
+            (b"k", b'{"id":"two"}'),
+            (b"k", b'{"id": "last"}'),
+        ]
+        for letter, offset in zip(letters, (1, 2, 4), strict=True):
+            headers = dict(letter.headers or ())
+            assert [key for key, _ in letter.headers or ()] == list(CONTEXT_HEADERS)
+            assert headers[PREFIX + "topic"] == topic.encode()
+            assert (headers[PREFIX + "partition"], headers[PREFIX + "offset"]) == (b"0", str(offset).encode())
+            assert headers[PREFIX + "stage"] == b"TASK_PUT"
+            assert headers[PREFIX + "exception.class.name"].endswith(b".SchemaMismatch")
+        assert b"changed from number to string" in dict(letters[1].headers or ())[PREFIX + "exception.message"]
     finally:
         worker.close()
 

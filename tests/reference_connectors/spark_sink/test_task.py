@@ -17,6 +17,7 @@ from headwater.harness.simulated import SimulatedWorker
 from headwater.reference_connectors.spark_sink import SparkSinkConnector, SparkSinkTask
 from headwater.reference_connectors.spark_sink.parquet_table import ParquetTable
 from headwater.runtime.tasks.base import State
+from headwater.runtime.tasks.dead_letter import CONTEXT_HEADERS, PREFIX
 from headwater.sdk import TopicPartition
 
 pytestmark = pytest.mark.spark
@@ -150,7 +151,8 @@ def test_a_record_that_does_not_fit_fails_the_task_naming_where_it_is(make: Make
     add_sink(worker, "sink", tmp_path / "t", value_schema="id BIGINT", flush_max_records=4)
     worker.run_until(lambda: worker.task_state("sink") is State.FAILED, what="the task failing")
     failure = str(worker.sink_task("sink").failure)
-    assert "topic 't' partition 0 offset 3 does not fit" in failure
+    assert "the record at topic 't' partition 0 offset 3 and errors.tolerance=none" in failure
+    assert "SchemaMismatch: the record does not fit the table's schema" in failure
     assert "changed from number to string" in failure
     assert worker.group_offsets("sink") == {}
     assert not (tmp_path / "t" / "_headwater" / "manifests").exists() or not any(
@@ -169,6 +171,82 @@ def test_with_errors_tolerance_all_misfits_are_skipped_and_their_offsets_pass(
     worker.run_until(lambda: worker.group_offsets("sink") == {TopicPartition("t", 0): 4}, what="the commit")
     assert ids(read_rows(tmp_path / "t", "parquet")) == [0, 1]
     assert sink_task(worker).writer is not None and sink_task(worker).writer.rejected == 2  # type: ignore[union-attr]
+    assert worker.sink_task("sink").errors.counters.records_skipped == 2
+
+
+def test_misfits_go_to_the_runtimes_dead_letter_topic_as_they_arrived_and_the_table_moves_past_them(
+    make_simulated_worker: MakeWorker, spark: SparkSession, tmp_path: Path, read_rows: Any
+) -> None:
+    """With the JSON converter the task sees parsed values; the dead letters still hold the bytes as consumed."""
+    worker = make_simulated_worker({"key.converter": "string"}, partitions=2)
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    worker.produce("t", {"id": 0}, key=b"k0", partition=0)
+    worker.produce("t", b'{"id" :  "one"}', key=b"k1", partition=0, headers=[("origin", b"\x00raw")])
+    worker.produce("t", {"id": 2}, key=b"k2", partition=0)
+    worker.produce("t", {"id": 3}, key=b"k3", partition=1)
+    worker.produce("t", b'{"name": "no id"}', key=b"k4", partition=1)
+    add_sink(
+        worker,
+        "sink",
+        tmp_path / "t",
+        value_schema="id BIGINT NOT NULL",
+        flush_max_records=5,
+        errors_tolerance="all",
+        errors_deadletterqueue_topic_name="dlq",
+        errors_deadletterqueue_topic_replication_factor="1",
+        errors_deadletterqueue_context_headers_enable="true",
+    )
+    worker.run_until(lambda: worker.group_offsets("sink") == {tp0: 3, tp1: 2}, what="the commit")
+    assert [row["id"] for row in read_rows(tmp_path / "t", "parquet")] == [0, 2, 3]
+    in_table = ParquetTable(spark, str(tmp_path / "t"), "sink", (), 0).last_offsets()
+    assert in_table == {tp0: 2, tp1: 1}  # the last offset of each partition, a dead letter's in partition 1
+    letters = worker.messages("dlq")
+    assert [(m.key, m.value) for m in letters] == [(b"k1", b'{"id" :  "one"}'), (b"k4", b'{"name": "no id"}')]
+    assert [(key, value) for key, value in letters[0].headers or () if not key.startswith(PREFIX)] == [
+        ("origin", b"\x00raw")
+    ]
+    for letter, (partition, offset) in zip(letters, [(0, 1), (1, 1)], strict=True):
+        context = {key: value for key, value in letter.headers or () if key.startswith(PREFIX)}
+        assert list(context) == list(CONTEXT_HEADERS)
+        assert (context[PREFIX + "partition"], context[PREFIX + "offset"]) == (b"%d" % partition, b"%d" % offset)
+        assert (context[PREFIX + "connector.name"], context[PREFIX + "stage"]) == (b"sink", b"TASK_PUT")
+        assert context[PREFIX + "class.name"] == b"headwater.reference_connectors.spark_sink.task.SparkSinkTask"
+        assert context[PREFIX + "exception.class.name"] == (
+            b"headwater.reference_connectors.spark_sink.columns.SchemaMismatch"
+        )
+        assert context[PREFIX + "exception.message"].startswith(b"the record does not fit the table's schema: ")
+    assert b"null or missing NOT NULL column id" in dict(letters[1].headers or ())[PREFIX + "exception.message"]
+    counters = worker.sink_task("sink").errors.counters
+    assert (counters.records_skipped, counters.dlq_produce_requests, counters.dlq_produce_failures) == (2, 2, 0)
+
+
+def test_a_refused_dead_letter_write_fails_the_flush_before_the_table_moves_past_its_record(
+    make: MakeWorker, spark: SparkSession, tmp_path: Path, read_rows: Any
+) -> None:
+    """The table write comes after the reports are done: a dead letter the broker refuses leaves the table as it was
+    (writing it first would store offsets past a record that is nowhere)."""
+    worker = make(partitions=1)
+    worker.broker.create_topic("dlq", 1, {"max.message.bytes": "2000"})
+    produce(worker, range(2), partitions=1)
+    worker.produce("t", b'{"id": "%s"}' % (b"x" * 5000), partition=0)  # a misfit too large for the dead-letter topic
+    produce(worker, range(3, 4), partitions=1)
+    add_sink(
+        worker,
+        "sink",
+        tmp_path / "t",
+        value_schema="id BIGINT",
+        flush_max_records=4,
+        errors_tolerance="all",
+        errors_deadletterqueue_topic_name="dlq",
+        errors_deadletterqueue_topic_replication_factor="1",
+    )
+    worker.run_until(lambda: worker.task_state("sink") is State.FAILED, what="the task failing")
+    failure = str(worker.sink_task("sink").failure)
+    assert "cannot write the record at topic 't' partition 0 offset 2 to the dead-letter topic 'dlq'" in failure
+    assert ParquetTable(spark, str(tmp_path / "t"), "sink", (), 0).last_offsets() == {}
+    assert read_rows(tmp_path / "t", "parquet") == []
+    assert worker.messages("dlq") == []
+    assert worker.group_offsets("sink") == {}
 
 
 def test_json_converter_values_a_configured_schema_metadata_columns_and_partitioning(
