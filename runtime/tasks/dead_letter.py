@@ -7,14 +7,15 @@ Kafka Connect's ``__connect.errors.*`` headers (:data:`CONTEXT_HEADERS`), each a
 
 Each write is a :class:`DeadLetterFuture`; the sink loop calls :meth:`DeadLetterQueue.await_all` before every offset
 commit, so no partition is committed past a skipped record until its dead-letter write is acknowledged, and a write
-the broker refuses fails the task. The producer is used from any thread under one lock (ErrantRecordReporter may be
-called from a task's own threads); its delivery reports are served by the task loop and by a waiting ``result``.
+the broker refuses fails the task. The producer is used from any thread (ErrantRecordReporter may be called from a
+task's own threads); its delivery reports are served by the task loop and by whoever waits on a write.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 
@@ -67,14 +68,21 @@ class DeadLetterFuture(Future[None]):
         self.where = where
 
     def result(self, timeout: float | None = None) -> None:
-        if not self.done():
-            self._queue.flush(30_000 if timeout is None else int(timeout * 1000))
+        self._serve(timeout)
         return super().result(timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        if not self.done():
-            self._queue.flush(30_000 if timeout is None else int(timeout * 1000))
+        self._serve(timeout)
         return super().exception(timeout)
+
+    def _serve(self, timeout: float | None) -> None:
+        """Serve the producer's delivery reports until this write is done or ``timeout`` seconds have passed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.done():
+            left = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
+            if left <= 0:
+                return
+            self._queue.flush(int(left * 1000))
 
 
 class DeadLetterQueue:
@@ -95,7 +103,7 @@ class DeadLetterQueue:
         self.task = task
         self.context_headers = context_headers
         self.counters = counters
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._pending: list[DeadLetterFuture] = []
 
     def headers(self, failure: Failure) -> list[tuple[str, bytes | None]]:
@@ -137,40 +145,36 @@ class DeadLetterQueue:
         with self._lock:
             self.counters.dlq_produce_requests += 1
             self._pending.append(future)
-            waited = 0
-            while True:
-                try:
-                    self.producer.produce(
-                        self.topic, record.value, record.key, None, record.timestamp, headers, delivered
-                    )
+        waited = 0
+        while True:  # the producers are thread-safe: a write waits for no other thread
+            try:
+                self.producer.produce(self.topic, record.value, record.key, None, record.timestamp, headers, delivered)
+                break
+            except QueueFullError:
+                if waited >= QUEUE_FULL_WAIT_MS:
+                    delivered(ConnectError(f"the producer queue stayed full for {waited} ms"), None)
                     break
-                except QueueFullError:
-                    if waited >= QUEUE_FULL_WAIT_MS:
-                        delivered(ConnectError(f"the producer queue stayed full for {waited} ms"), None)
-                        break
-                    self.producer.poll(100)
-                    waited += 100
-                except ConnectError as error:
-                    delivered(error, None)
-                    break
+                self.producer.poll(100)
+                waited += 100
+            except ConnectError as error:
+                delivered(error, None)
+                break
         return future
 
     def poll(self) -> None:
-        with self._lock:
-            if self._pending:
-                self.producer.poll(0)
+        if self._pending:
+            self.producer.poll(0)
 
     def flush(self, timeout_ms: int) -> int:
-        with self._lock:
-            return self.producer.flush(timeout_ms)
+        return self.producer.flush(timeout_ms)
 
     def await_all(self, timeout_ms: int) -> bool:
         """Wait up to ``timeout_ms`` for every write so far; return whether all were acknowledged. Raises the
         :class:`ConnectError` of the first write the broker refused."""
+        if not self._pending:
+            return True
+        self.producer.flush(timeout_ms)
         with self._lock:
-            if not self._pending:
-                return True
-            self.producer.flush(timeout_ms)
             pending = self._pending
             for future in pending:
                 if future.done() and future.exception() is not None:
@@ -189,8 +193,7 @@ class DeadLetterQueue:
             return not self._pending
 
     def close(self) -> None:
-        with self._lock:
-            self.producer.close()
+        self.producer.close()
 
     def __repr__(self) -> str:
         return f"DeadLetterQueue({self.topic!r}, pending={len(self._pending)})"

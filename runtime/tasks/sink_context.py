@@ -9,7 +9,6 @@ does.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Collection, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -37,17 +36,15 @@ class WorkerErrantRecordReporter(ErrantRecordReporter):
 
     def __init__(self, owner: WorkerSinkTask) -> None:
         self._owner = owner
-        self._lock = threading.Lock()
 
     def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
         owner = self._owner
         failure = Failure(Stage.TASK_PUT, class_name(owner.task), error, self.original(record))
-        with self._lock:
-            try:
-                return owner.errors.failed(failure)
-            except ConnectError as intolerable:
-                owner.errant_failure = intolerable  # the loop fails the task even if the task swallows this
-                raise
+        try:
+            return owner.errors.failed(failure)
+        except ConnectError as intolerable:
+            owner.errant_failure = intolerable  # the loop fails the task even if the task swallows this
+            raise
 
     def original(self, record: SinkRecord) -> Message:
         """The consumed message ``record`` came from: kept by the loop, else made again by the converters."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -207,6 +208,8 @@ class ErrorHandler:
         self.counters = ErrorCounters()
         self.dead_letters = dead_letters
         self._warned = False
+        self._lock = threading.Lock()
+        """Failures are handled one at a time: a sink task may report from threads of its own."""
 
     def retry(self) -> Retry:
         """A retry schedule for one operation, counted in this handler's counters."""
@@ -235,6 +238,10 @@ class ErrorHandler:
         """Handle a failure that will not be retried (again). Raises :class:`ConnectError` with
         ``errors.tolerance=none``; else skips the record and returns its dead-letter write (done at once when
         there is no dead-letter topic)."""
+        with self._lock:
+            return self._failed(failure)
+
+    def _failed(self, failure: Failure) -> Future[None]:
         counters = self.counters
         counters.record_failures += 1
         counters.last_error_ms = self.clock.now_ms()
