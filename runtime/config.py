@@ -103,7 +103,8 @@ WORKER_CONFIG = (
         Type.LONG,
         5_000,
         Importance.LOW,
-        "How long to wait for a task to stop before it is cancelled.",
+        "How long to wait for a task to stop before it is cancelled; once a worker command has stopped on a signal, "
+        "also how long its process may take to exit before it exits anyway.",
         at_least(0),
     )
     .define(

@@ -7,7 +7,8 @@ with code 2 before anything connects), loads the offsets file (read only), waits
 REST API at ``listeners`` (by default ``http://127.0.0.1:8083``), then starts each connector and runs until
 SIGTERM or SIGINT. Stopping is graceful: tasks finish their pass, flush their producers and commit
 (source offsets to the file, sink offsets to the group ``connect-<name>``), connectors stop, and the process
-exits 0.
+exits 0; a task that does not stop within ``task.shutdown.graceful.timeout.ms`` is cancelled, and the process
+exits within that timeout again even if threads or exit hooks it left would keep the interpreter waiting.
 
 Clients get ``bootstrap.servers`` and the settings :func:`~headwater.runtime.clients.client_settings` derives from
 the worker's keys, as in distributed mode.

@@ -115,12 +115,48 @@ def tune_garbage_collector() -> None:
 
 
 class RunnableWorker(Protocol):
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """The parsed worker config; ``task.shutdown.graceful.timeout.ms`` also bounds the process's exit."""
+
     def run(self, stop: threading.Event) -> int: ...
+
+
+def exit_within(timeout_s: float, code: int) -> threading.Thread:
+    """Make sure the process exits within ``timeout_s`` from now, with ``code``.
+
+    Called once the worker has stopped. The interpreter's own exit then joins every non-daemon thread (a
+    ``ThreadPoolExecutor``'s threads among them) and runs the atexit hooks, and either may never end: a task cancelled
+    after the graceful timeout may have left a thread of its own in a call that does not return. A Kafka Connect
+    worker's JVM exits once its shutdown hook has stopped the herder, whatever threads remain; this daemon thread
+    does the same when the interpreter is not done by then, logging the threads it leaves behind."""
+
+    def force_exit() -> None:
+        if threading.Event().wait(timeout_s):
+            return
+        current = threading.current_thread()
+        left = [t.name for t in threading.enumerate() if t is not current and t.is_alive()]
+        log.error(
+            "the worker stopped but the process did not exit within %.1f s; exiting now with %d, leaving threads: %s",
+            timeout_s,
+            code,
+            ", ".join(left) or "none",
+        )
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    deadline = threading.Thread(target=force_exit, name="exit-deadline", daemon=True)
+    deadline.start()
+    return deadline
 
 
 def run_worker_command(command: str, build: Callable[[], RunnableWorker]) -> int:
     """A worker command: build the worker from its files, run it until SIGTERM or SIGINT. 0 after a graceful stop,
-    2 for a bad config file, 1 for other failures; errors are one line on stderr naming ``headwater <command>``."""
+    2 for a bad config file, 1 for other failures; errors are one line on stderr naming ``headwater <command>``.
+    Once stopped by a signal, the process exits within ``task.shutdown.graceful.timeout.ms`` (:func:`exit_within`)."""
     try:
         worker = build()
     except ConfigError as error:
@@ -130,10 +166,13 @@ def run_worker_command(command: str, build: Callable[[], RunnableWorker]) -> int
     stop = threading.Event()
     with stop_on_signals(stop):
         try:
-            return worker.run(stop)
+            code = worker.run(stop)
         except ConfigError as error:
             print(f"headwater {command}: error: {error}", file=sys.stderr)
-            return 2
+            code = 2
         except ConnectError as error:
             print(f"headwater {command}: error: {error}", file=sys.stderr)
-            return 1
+            code = 1
+    if stop.is_set():  # stopped by a signal: the process is on its way out
+        exit_within(int(worker.config["task.shutdown.graceful.timeout.ms"]) / 1000, code)
+    return code

@@ -370,6 +370,28 @@ def test_sigterm_commits_every_record_written_and_exits_0(
     assert log.rstrip().endswith("standalone worker stopped")
 
 
+@pytest.mark.kafka
+def test_sigterm_exits_although_a_cancelled_task_left_a_thread_that_never_ends(
+    kafka_bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """A task stuck past the graceful timeout is cancelled, and the thread it handed work to (a ThreadPoolExecutor's,
+    which the interpreter joins at exit) does not keep the process alive: it exits 0 within the timeout once the
+    worker has stopped, as a Kafka Connect worker's JVM does."""
+    create_topic(kafka_bootstrap, unique_name)
+    props = worker_props(kafka_bootstrap, task_shutdown_graceful_timeout_ms=1000)
+    sink = {"connector.class": "support.stuck_sink:StuckSinkConnector", "topics": unique_name}
+    with WorkerProcess(tmp_path, props, {unique_name: sink}) as worker:
+        worker.start()
+        worker.wait_for_log(f"task {unique_name}-0 started")
+        assert worker.terminate() == 0
+    worker.assert_log_contains(
+        f"task {unique_name}-0 did not stop within 1.0 s; cancelling it",
+        "standalone worker stopped",
+        "the worker stopped but the process did not exit within 1.0 s",
+        "stuck-write",
+    )
+
+
 class LateProxy:
     """A TCP port that refuses connections until :meth:`open`, then forwards them to ``target``."""
 
