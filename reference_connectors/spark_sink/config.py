@@ -228,8 +228,14 @@ CONFIG_DEF = (
         Importance.MEDIUM,
         "Bootstrap servers of the cluster holding the dead-letter topic (usually the worker's).",
     )
+    .define_prefix(
+        SPARK_PREFIX,
+        "SparkSession settings, given to its builder as they are (spark.hadoop.* reach Hadoop's configuration); the "
+        "first Spark sink task of a worker process decides them.",
+    )
 )
-"""Every option of the Spark sink with its default and validator (``spark.*`` keys are passed through)."""
+"""Every option of the Spark sink with its default and validator, and the ``spark.`` prefix of the session's
+settings (passed through)."""
 
 
 @dataclass(frozen=True)
