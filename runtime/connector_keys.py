@@ -21,7 +21,9 @@ from typing import Any
 from headwater.runtime.clients import CONNECTOR_CLIENTS, override_prefix
 from headwater.runtime.config import WORKER_CONFIG
 from headwater.runtime.converters import converter_settings
+from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef
+from headwater.sdk.connector import Connector, SinkConnector
 
 UNKNOWN_KEYS = "connector.unknown.keys"
 """The worker key that says what an unknown connector key does: ``warn`` or ``error``."""
@@ -136,12 +138,16 @@ def refused_keys(props: Mapping[str, Any], kind: str | None) -> dict[str, str]:
     return found
 
 
-def unknown_keys(
-    props: Mapping[str, Any], definition: ConfigDef, kind: str, worker_config: Mapping[str, Any]
-) -> dict[str, str]:
-    """The keys of ``props`` nothing recognises, each with its message: ``definition`` is the connector's full
-    definition, ``kind`` its kind (``source`` or ``sink``), ``worker_config`` the worker's parsed config (its
-    converters are the connector's unless the connector names its own). Refused keys are not among them."""
+def unknown_keys(props: Mapping[str, Any], connector: Connector, worker_config: Mapping[str, Any]) -> dict[str, str]:
+    """The keys of ``props``, a config of ``connector``, that nothing recognises, each with its message;
+    ``worker_config`` is the worker's parsed config (its converters are the connector's unless the connector names
+    its own). Refused keys are not among them.
+
+    A connector that declares no key and no prefix at all (an empty ``config_def``) may read any key: of the keys
+    the runtime does not know, only those close to one it does (a typo of ``errors.tolerance``) are reported."""
+    kind = "sink" if isinstance(connector, SinkConnector) else "source"
+    declares = bool(connector.config_def().keys or connector.config_def().prefixes)
+    definition = connector_config_def(connector)
     found: dict[str, str] = {}
     refused = refused_keys(props, kind)
     for name in props:
@@ -151,7 +157,7 @@ def unknown_keys(
         if problem is None:
             problem = _converter_problem(name, props, worker_config)
         if problem is None:
-            problem = _unknown(name, definition)
+            problem = _unknown(name, definition, declares)
         if problem:
             found[name] = problem
     return found
@@ -189,9 +195,12 @@ def _converter_problem(name: str, props: Mapping[str, Any], worker_config: Mappi
     return f"{name}: {class_name} ({converter}) has no setting {setting} (its settings: {known}){hint}"
 
 
-def _unknown(name: str, definition: ConfigDef) -> str:
+def _unknown(name: str, definition: ConfigDef, declares: bool) -> str:
+    """Why ``name`` is unknown; ``""`` when it may be a key of a connector that ``declares`` none."""
     if name in WORKER_CONFIG.keys:
         return f"{name} is a worker configuration: a connector's config does not set it (set it in the worker's)"
     close = difflib.get_close_matches(name, list(definition.keys), n=1, cutoff=0.8)
+    if not declares and not close:
+        return ""
     hint = f"; did you mean {close[0]}?" if close else ""
     return f"{name} is not a configuration of this connector or of the worker, and would be ignored{hint}"

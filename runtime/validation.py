@@ -95,7 +95,7 @@ def _errors(
                 found.append(str(error))
         except Exception as error:
             errors.setdefault("connector.class", []).append(f"Connector validation failed: {error}")
-    unknown = unknown_keys(props, definition, kind, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
+    unknown = unknown_keys(props, probe, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
     return definition, _with_refusals(errors, props, kind), unknown

@@ -22,7 +22,7 @@ from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.validation import DEFAULT_WORKER_CONFIG, validate_connector_config
-from headwater.runtime.worker import Worker, connector_config_def
+from headwater.runtime.worker import Worker
 from support.unknown_keys import UnknownKeyWarnings
 
 SOURCE = {"connector.class": "monitorable-source", "topic": "t"}
@@ -34,9 +34,7 @@ TRANSFORMS = {"transforms": "x", "transforms.x.type": "org.apache.kafka.connect.
 def problems(props: dict[str, Any], sink: bool = False) -> tuple[dict[str, str], dict[str, str]]:
     """The refused and the unknown keys of a config of the monitorable source (or sink)."""
     connector = MonitorableSinkConnector() if sink else MonitorableSourceConnector()
-    kind = "sink" if sink else "source"
-    definition = connector_config_def(connector)
-    return refused_keys(props, kind), unknown_keys(props, definition, kind, DEFAULT_WORKER_CONFIG)
+    return refused_keys(props, "sink" if sink else "source"), unknown_keys(props, connector, DEFAULT_WORKER_CONFIG)
 
 
 def errors_by_key(infos: dict[str, Any]) -> dict[str, list[str]]:
@@ -124,6 +122,12 @@ class OpaqueConverter:
 
     def to_connect(self, topic: str, data: bytes | None) -> Any:
         return None
+
+
+def test_a_connector_that_declares_no_keys_may_read_any_but_a_typo_of_a_runtime_key_is_still_reported() -> None:
+    assert MonitorableSinkConnector().config_def().keys == {}
+    unknown = problems({"table": "t", "batch": "5", **TYPO}, sink=True)[1]
+    assert list(unknown) == ["erors.tolerance"]
 
 
 def test_a_worker_key_in_a_connector_config_says_where_it_belongs() -> None:
