@@ -3,8 +3,8 @@
 Every client of the worker (its stores and groups, its tasks' producers and consumers, its admin clients) gets the
 worker's top-level ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys; a client of one kind then gets the keys
 prefixed with its kind (``producer.``, ``consumer.``, ``admin.``), prefix removed, which win. A connector's
-``producer.override.*`` and ``consumer.override.*`` keys (KIP-458) win over both, for its tasks' clients.
-"""
+``producer.override.*`` (a source's) and ``consumer.override.*`` (a sink's) keys (KIP-458) win over both, for its
+tasks' clients (:data:`CONNECTOR_CLIENTS`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,16 @@ from typing import Any
 
 SHARED_CLIENT_PREFIXES = ("security.protocol", "ssl.", "sasl.")
 """Top-level worker keys every Kafka client of the worker gets."""
+
+CONNECTOR_CLIENTS: Mapping[str, tuple[str, ...]] = {"source": ("producer",), "sink": ("consumer", "producer")}
+"""The Kafka clients the worker makes for the tasks of a connector, by the connector's kind (``source``,
+``sink``; a sink's producer writes its dead-letter queue): each gets the connector's :func:`override_prefix`
+keys. Other override keys reach no client."""
+
+
+def override_prefix(client: str) -> str:
+    """The prefix of a connector's keys for its tasks' ``client`` (``producer.override.``)."""
+    return f"{client}.override."
 
 
 def client_settings(values: Mapping[str, Any], client: str | None = None) -> dict[str, Any]:

@@ -146,6 +146,18 @@ WORKER_CONFIG = (
         Importance.LOW,
         "Allow resetting a connector's active topics through the REST API.",
     )
+    .define(
+        "connector.unknown.keys",
+        Type.STRING,
+        "warn",
+        Importance.MEDIUM,
+        "What a connector config key that neither the connector nor the worker recognises (a typo, or another "
+        "runtime's key) does: warn logs a warning naming it, with the nearest known key, each time the connector is "
+        "created or its config changed; error refuses the config (HTTP 400), naming each such key. Validate reports "
+        "it as an error on its key either way. Kafka Connect keys Headwater does not implement yet (transforms, "
+        "say) are refused whatever this says.",
+        one_of("warn", "error"),
+    )
 )
 
 ERROR_GROUP = "Error Handling"

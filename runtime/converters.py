@@ -290,7 +290,7 @@ _HEADER_CONVERTERS: dict[str, type] = {
 _HINT = "use bytes, string, json, a Kafka converter class name or a Python import path (package.module:Class)"
 
 
-def _instantiate(spec: str, key: str, builtin: Mapping[str, type]) -> Any:
+def _load_class(spec: str, key: str, builtin: Mapping[str, type]) -> type:
     name = spec.strip()
     cls = builtin.get(name) or builtin.get(name.lower())
     if cls is None:
@@ -306,6 +306,11 @@ def _instantiate(spec: str, key: str, builtin: Mapping[str, type]) -> Any:
     ]
     if missing or not isinstance(cls, type):
         raise ConfigError(key, spec, f"Not a converter class (missing {', '.join(missing) or 'a class'})")
+    return cls
+
+
+def _instantiate(spec: str, key: str, builtin: Mapping[str, type]) -> Any:
+    cls = _load_class(spec, key, builtin)
     try:
         return cls()
     except TypeError as error:
@@ -346,3 +351,16 @@ def converter_config(props: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """The entries of ``props`` under ``prefix.``, with that prefix stripped."""
     start = f"{prefix}."
     return {name[len(start) :]: value for name, value in props.items() if name.startswith(start)}
+
+
+def converter_settings(spec: str, header: bool = False) -> tuple[str, ConfigDef] | None:
+    """The class name and ``CONFIG`` (its own keys) of the converter ``spec`` names, a header converter's when
+    ``header``; ``None`` when it cannot be loaded or declares no ``CONFIG``, so that its keys cannot be known."""
+    name = spec.strip()
+    builtin = _CONVERTERS.get(name) or _CONVERTERS.get(name.lower())
+    try:
+        cls = builtin or _load_class(spec, "header.converter", _HEADER_CONVERTERS if header else _CONVERTERS)
+    except ConfigError:
+        return None
+    config = getattr(cls, "CONFIG", None)
+    return (cls.__name__, config) if isinstance(config, ConfigDef) else None

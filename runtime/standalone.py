@@ -26,9 +26,10 @@ from confluent_kafka import KafkaException
 
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
+from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import resolve_connector_class
-from headwater.runtime.properties import ConfigFile, read_connector_properties, read_properties
+from headwater.runtime.properties import ConfigFile, PropertiesError, read_connector_properties, read_properties
 from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
     initial_worker_id,
@@ -41,6 +42,7 @@ from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.transport.kafka_check import check_broker
+from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker, connector_config_def
 from headwater.sdk.config import ConfigDef, Importance, Type, at_least
 from headwater.sdk.errors import ConfigError, ConnectError
@@ -203,13 +205,22 @@ class StandaloneWorker:
 
 
 def validate_connector(worker: Worker, file: ConfigFile) -> None:
-    """Validate a connector file the way the worker will, re-raising every problem naming the file and key."""
+    """Validate a connector file the way the worker will, re-raising every problem naming the file and key, and
+    log a warning naming the file and line of each unknown key (the worker warns again when it creates the
+    connector)."""
     file.parse(CONNECTOR_CONFIG)
     try:
         cls = resolve_connector_class(file.values["connector.class"])
     except ConfigError as error:
         raise file.config_error(error) from None
     file.parse(connector_config_def(cls()))
+    try:
+        unknown = check_connector_config(file.values, worker.config)
+    except InvalidConfigError as error:
+        problems = [file.error(key, message) for key, found in error.errors.items() for message in found]
+        raise PropertiesError.combine(problems) from None
+    for key, message in unknown.items():
+        log.warning("%s", file.error(key, message), extra={"unknown_key": key})
     try:
         worker.validate(file.values)
     except ConfigError as error:

@@ -9,7 +9,9 @@
                   "value": {"name", "value", "recommended_values", "errors", "visible"}}]}
 
 The keys are the runtime's common keys for the connector's kind followed by the connector's own; each error message
-names its key. A connector that overrides ``validate`` is asked too, and what it raises is added to its key.
+names its key. A connector that overrides ``validate`` is asked too, and what it raises is added to its key. A key
+Headwater does not implement yet, and a key nothing recognises (:mod:`~headwater.runtime.connector_keys`), is
+reported without a definition, with its error.
 """
 
 from __future__ import annotations
@@ -17,25 +19,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.config import CONNECTOR_CONFIG
+from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
+from headwater.runtime.connector_keys import UNKNOWN_KEYS, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef, ConfigKey, Type
-from headwater.sdk.connector import Connector
+from headwater.sdk.connector import Connector, SinkConnector
 from headwater.sdk.errors import ConfigError
 
 ConfigInfos = dict[str, Any]
 """Kafka Connect's ``ConfigInfos`` as JSON-ready data."""
 
 NULL_VALUE = "Null value can not be supplied as the configuration value."
+DEFAULT_WORKER_CONFIG = WORKER_CONFIG.parse({})
 HIDDEN = "[hidden]"
 
 
-def validate_connector_config(props: Mapping[str, Any]) -> ConfigInfos:
-    """Every defined key of the connector's config with its value and errors. A missing or unknown
-    ``connector.class`` is an error on that key, reported against the runtime's common keys only."""
-    definition, errors = _errors(props)
+def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[str, Any] | None = None) -> ConfigInfos:
+    """Every defined key of the connector's config with its value and errors, then every other key with errors.
+    A missing or unknown ``connector.class`` is an error on that key, reported against the runtime's common keys
+    only. ``worker_config`` is the worker's parsed config (its defaults when ``None``)."""
+    definition, errors, _ = _errors(props, worker_config)
     configs = [_config_info(key, props, errors.get(key.name, [])) for key in definition]
     undefined = [name for name in errors if name not in definition.keys]
     configs += [_undefined_info(name, props, errors[name]) for name in undefined]
@@ -48,26 +53,37 @@ def validate_connector_config(props: Mapping[str, Any]) -> ConfigInfos:
     }
 
 
-def check_connector_config(props: Mapping[str, Any]) -> None:
-    """Raise :class:`InvalidConfigError` naming every bad key when the config is not valid."""
-    _, errors = _errors(props)
+def check_connector_config(props: Mapping[str, Any], worker_config: Mapping[str, Any]) -> dict[str, str]:
+    """Raise :class:`InvalidConfigError` naming every bad key when the config is not valid: a bad value, a key
+    Headwater does not implement yet, or an unknown key when the worker's ``connector.unknown.keys`` is
+    ``error``. Otherwise return the unknown keys' warnings by key, for the caller to log. ``worker_config`` is the
+    worker's parsed config. Every herder and the standalone worker's connector files are checked here."""
+    _, errors, unknown = _errors(props, worker_config)
+    if worker_config[UNKNOWN_KEYS] != "error":
+        errors = {key: [m for m in found if m != unknown.get(key)] for key, found in errors.items()}
+        errors = {key: found for key, found in errors.items() if found}
     if errors:
         raise InvalidConfigError(errors)
+    return unknown
 
 
-def _errors(props: Mapping[str, Any]) -> tuple[ConfigDef, dict[str, list[str]]]:
-    """The config's definition and its error messages by key (only keys with errors)."""
+def _errors(
+    props: Mapping[str, Any], worker_config: Mapping[str, Any] | None
+) -> tuple[ConfigDef, dict[str, list[str]], dict[str, str]]:
+    """The config's definition, its error messages by key (only keys with errors) and, among them, the message of
+    each unknown key."""
     spec = props.get("connector.class")
     if not spec:
         errors = CONNECTOR_CONFIG.errors(props)
-        return CONNECTOR_CONFIG, _with_nulls(errors, props)
+        return CONNECTOR_CONFIG, _with_refusals(errors, props, None), {}
     try:
         cls = resolve_connector_class(spec)
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
-        return CONNECTOR_CONFIG, _with_nulls(errors, props)
+        return CONNECTOR_CONFIG, _with_refusals(errors, props, None), {}
     probe = cls()
+    kind = "sink" if isinstance(probe, SinkConnector) else "source"
     definition = connector_config_def(probe)
     errors = definition.errors(props)
     if type(probe).validate is not Connector.validate:
@@ -79,7 +95,16 @@ def _errors(props: Mapping[str, Any]) -> tuple[ConfigDef, dict[str, list[str]]]:
                 found.append(str(error))
         except Exception as error:
             errors.setdefault("connector.class", []).append(f"Connector validation failed: {error}")
-    return definition, _with_nulls(errors, props)
+    unknown = unknown_keys(props, probe, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
+    for key, message in unknown.items():
+        errors.setdefault(key, []).append(message)
+    return definition, _with_refusals(errors, props, kind), unknown
+
+
+def _with_refusals(errors: dict[str, list[str]], props: Mapping[str, Any], kind: str | None) -> dict[str, list[str]]:
+    for key, message in refused_keys(props, kind).items():
+        errors.setdefault(key, []).append(message)
+    return _with_nulls(errors, props)
 
 
 def _with_nulls(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:

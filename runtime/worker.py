@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater.runtime.clients import client_settings
+from headwater.runtime.clients import client_settings, override_prefix
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import (
     SINK_CONNECTOR_CONFIG,
@@ -359,7 +359,7 @@ class Worker:
             self.stop_connector(name)
 
     def _client_config(self, connector: WorkerConnector, client: str) -> dict[str, Any]:
-        override = f"{client}.override."
+        override = override_prefix(client)
         found = client_settings(self.config, client)
         found.update({k[len(override) :]: v for k, v in connector.config.items() if k.startswith(override)})
         found["clock"] = self.clock

@@ -131,10 +131,13 @@ class ConfigKey:
 
 @dataclass
 class ConfigDef:
-    """An ordered set of :class:`ConfigKey` definitions."""
+    """An ordered set of :class:`ConfigKey` definitions, and the prefixes of keys passed through without one
+    (:meth:`define_prefix`)."""
 
     keys: dict[str, ConfigKey] = field(default_factory=dict)
     """The keys by name, in the order they were defined."""
+    prefixes: dict[str, str] = field(default_factory=dict)
+    """The declared prefixes, such as ``"spark."``, with their documentation, in the order they were declared."""
 
     def define(
         self,
@@ -159,13 +162,37 @@ class ConfigDef:
         self.keys[name] = key
         return self
 
+    def define_prefix(self, prefix: str, documentation: str) -> ConfigDef:
+        """Declare that the connector reads every key starting with ``prefix`` (``"spark."``) without a definition
+        of its own, usually to pass it on to a library (a client, a session builder) as it is; return this
+        definition, so that calls chain.
+
+        The worker reports a connector config key that no definition and no declared prefix covers as unknown
+        (a warning when the connector is created, an error in ``PUT /connector-plugins/{p}/config/validate``),
+        so a connector that passes keys through declares their prefix here. Parsing leaves such keys as they
+        are, and a key defined with :meth:`define` is parsed as usual even when a prefix covers it.
+        ``documentation`` says where the keys go, for generated docs. An empty prefix, or one declared twice,
+        raises ``ValueError``."""
+        if not prefix:
+            raise ValueError("A prefix must not be empty: it would cover every key")
+        if prefix in self.prefixes:
+            raise ValueError(f"Prefix {prefix} is declared twice")
+        self.prefixes[prefix] = documentation
+        return self
+
+    def covers(self, name: str) -> bool:
+        """Whether ``name`` is a key of this definition: defined, or starting with a declared prefix."""
+        return name in self.keys or name.startswith(tuple(self.prefixes))
+
     def merge(self, other: ConfigDef) -> ConfigDef:
-        """A new definition with the keys of both (``other`` must not redefine a key)."""
-        merged = ConfigDef(dict(self.keys))
+        """A new definition with the keys and prefixes of both (``other`` must not redefine a key or prefix)."""
+        merged = ConfigDef(dict(self.keys), dict(self.prefixes))
         for key in other.keys.values():
             if key.name in merged.keys:
                 raise ValueError(f"Configuration {key.name} is defined twice")
             merged.keys[key.name] = key
+        for prefix, documentation in other.prefixes.items():
+            merged.define_prefix(prefix, documentation)
         return merged
 
     def __iter__(self) -> Iterator[ConfigKey]:
@@ -184,7 +211,7 @@ class ConfigDef:
     def parse(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """Parse ``props``; raise :class:`ConfigError` for the first bad key (message lists all bad keys).
 
-        Keys not defined here are passed through unchanged.
+        Keys not defined here (whether a declared prefix covers them or not) are passed through unchanged.
         """
         errors = self.errors(props)
         if errors:

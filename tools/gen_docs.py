@@ -16,6 +16,7 @@ from pathlib import Path
 from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF as JDBC_CDC_CONFIG
 from headwater.reference_connectors.kafka_mirror.config import KIP_310_CONFIG as MIRROR_CONFIG
 from headwater.runtime.config import CONNECTOR_CONFIG, SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG
+from headwater.runtime.connector_keys import NOT_IMPLEMENTED, UNKNOWN_KEYS
 from headwater.runtime.converters import JsonConverter, StringConverter
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG
 from headwater.runtime.standalone import STANDALONE_CONFIG
@@ -47,6 +48,7 @@ def _valid(key: ConfigKey) -> str:
 
 
 def config_table(keys: Iterable[ConfigKey]) -> list[str]:
+    """A row per key; a :class:`ConfigDef` adds a row per declared prefix (type ``prefix``)."""
     rows = ["| key | type | default | valid values | importance | description |", "|---|---|---|---|---|---|"]
     for key in keys:
         kind = key.type.value if hasattr(key.type, "value") else key.type
@@ -54,6 +56,18 @@ def config_table(keys: Iterable[ConfigKey]) -> list[str]:
             f"| `{key.name}` | {kind} | {_default(key)} | {_valid(key)} | {key.importance.value.lower()} "
             f"| {_cell(key.documentation)} |"
         )
+    prefixes = keys.prefixes if isinstance(keys, ConfigDef) else {}
+    rows += [f"| `{prefix}*` | prefix | | | | {_cell(doc)} |" for prefix, doc in prefixes.items()]
+    return rows
+
+
+def unimplemented_table() -> list[str]:
+    rows = ["| key | connectors | why | what to do |", "|---|---|---|---|"]
+    for item in NOT_IMPLEMENTED:
+        name = f"`{item.key}*`" if item.prefix else f"`{item.key}`"
+        accepted = ", ".join(f"`{value}`" for value in ("", *item.harmless)).replace("``", "blank")
+        kinds = " and ".join(f"{kind}s" for kind in item.kinds)
+        rows.append(f"| {name} | {kinds} | {_cell(item.reason)} (accepted: {accepted}) | {_cell(item.advice)} |")
     return rows
 
 
@@ -100,11 +114,35 @@ def configuration_page() -> str:
         "Every key the worker and its connectors accept, with its type, default and valid values. A worker key may",
         "also be set per connector where the connector table lists it (`heartbeat.interval.ms`, say); client",
         "settings go through the `producer.`, `consumer.` and `admin.` prefixes (per connector: `producer.override.`",
-        "and so on), as in Kafka Connect. The worker's top-level `security.protocol`, `ssl.*` and `sasl.*` keys go to",
-        "every Kafka client of the worker, in standalone and distributed mode alike; a prefixed key wins over them.",
+        "for a source's producer, `consumer.override.` for a sink's consumer), as in Kafka Connect. The worker's",
+        "top-level `security.protocol`, `ssl.*` and `sasl.*` keys go to every Kafka client of the worker, in",
+        "standalone and distributed mode alike; a prefixed key wins over them.",
     ]
     for title, intro, keys in SECTIONS:
         lines += ["", f"## {title}", "", intro, "", *config_table(keys())]
+    lines += [
+        "",
+        "## Unknown connector keys",
+        "",
+        "A connector config key is known when the tables above define it for the connector's kind, when the",
+        "connector defines it or declares its prefix (`ConfigDef.define_prefix`, the `prefix` rows), when it is a",
+        "client override its tasks' client takes, or when it is a setting (`value.converter.schemas.enable`) of the",
+        "connector's converter (any setting, for a converter without a `CONFIG`). Any other key (a typo, another",
+        f"runtime's key) is unknown: with `{UNKNOWN_KEYS}=warn` (the default) the worker logs a warning naming it,",
+        "and the nearest known key, when it creates the connector or changes its config; with `error` it refuses",
+        "the config (HTTP 400) naming each unknown key. `PUT /connector-plugins/{plugin}/config/validate` reports",
+        "each as an error on its key either way. A connector that declares no key and no prefix at all may read",
+        "any key: for it, only a key close to one of the runtime's (`erors.tolerance`) is reported.",
+        "",
+        "## Kafka Connect keys not implemented yet",
+        "",
+        "These keys of Kafka Connect's connector configs are refused (HTTP 400, an error on the key in validate, a",
+        "bad file for `headwater standalone`) whatever `connector.unknown.keys` says, so a migrated config never runs",
+        "with a behaviour it did not ask for. A blank value (`transforms=`) asks for nothing and is accepted, as is",
+        "a value that asks for what Headwater does anyway.",
+        "",
+        *unimplemented_table(),
+    ]
     return "\n".join(lines) + "\n"
 
 

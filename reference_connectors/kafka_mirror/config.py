@@ -216,8 +216,17 @@ KIP_310_CONFIG = (
         "worker, for lag monitoring; they are never read back.",
         group=_ADVANCED,
     )
+    .define_prefix(
+        SOURCE_PREFIX,
+        "Any other setting of the source cluster's clients (librdkafka's names, prefix removed): the consumer and the "
+        "partition monitor's admin client get it.",
+    )
+    .define_prefix(CONSUMER_PREFIX, "A source consumer setting (prefix removed); it wins over the source.* one.")
+    .define_prefix(
+        ADMIN_PREFIX, "A partition monitor admin client setting (prefix removed); it wins over the source.* one."
+    )
 )
-"""Every option of KIP-310 with its default and validator."""
+"""Every option of KIP-310 with its default and validator, and its client prefixes."""
 
 
 def _overrides(prefix: str, options: tuple[str, ...], client: str) -> ConfigDef:

@@ -220,8 +220,14 @@ CONFIG_DEF = (
         "Write each flush on a background thread while the next records are buffered (at most one write in "
         "flight; its offsets are committed once it is in the table); false: put waits for every write.",
     )
+    .define_prefix(
+        SPARK_PREFIX,
+        "SparkSession settings, given to its builder as they are (spark.hadoop.* reach Hadoop's configuration); the "
+        "first Spark sink task of a worker process decides them.",
+    )
 )
-"""Every option of the Spark sink with its default and validator (``spark.*`` keys are passed through)."""
+"""Every option of the Spark sink with its default and validator, and the ``spark.`` prefix of the session's
+settings (passed through)."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ interleaves with another request on the same worker. Methods naming a connector 
 from __future__ import annotations
 
 import abc
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -32,10 +33,18 @@ from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker
 
+log = logging.getLogger(__name__)
+
 NOT_STOPPED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
     "specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
 )
+
+
+def _warn_unknown(name: str, unknown: Mapping[str, str]) -> None:
+    """Log each unknown key of the connector's new config (:func:`check_connector_config`)."""
+    for key, message in unknown.items():
+        log.warning("connector %s: %s", name, message, extra={"unknown_key": key})
 
 
 class ConnectorInfo(NamedTuple):
@@ -83,13 +92,14 @@ class Herder(abc.ABC):
         raises :class:`~headwater.runtime.errors.InvalidConfigError` naming every bad key; so does a create
         request's ``initial_state`` other than RUNNING, PAUSED and STOPPED (it only applies to a new connector)."""
         props = {**props, "name": name}
-        check_connector_config(props)
+        unknown = check_connector_config(props, self.worker.config)
         self.worker.validate(props)
         with self.lock:
             created = self._stored_config(name) is None
             if not created and not allow_replace:
                 raise AlreadyExistsError(f"Connector {name} already exists")
             self._write_config(name, props, created, TargetState.initial(initial_state))
+        _warn_unknown(name, unknown)
         return created
 
     def patch_connector_config(self, name: str, changes: Mapping[str, Any]) -> None:
@@ -99,9 +109,10 @@ class Herder(abc.ABC):
         with self.lock:
             config = {**self._require(name), **changes}
             merged = {key: value for key, value in config.items() if value is not None}
-            check_connector_config(merged)
+            unknown = check_connector_config(merged, self.worker.config)
             self.worker.validate(merged)
             self._patch_config(name, dict(changes), merged)
+        _warn_unknown(name, unknown)
 
     def delete_connector(self, name: str) -> None:
         """Delete the connector: its tasks, then its instance, get ``stop(connector_deleted=True)`` whatever its

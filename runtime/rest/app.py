@@ -42,5 +42,5 @@ def create_app(herder: Herder, kafka_cluster_id: str | None = None) -> FastAPI:
 
     tracking = bool(config["topic.tracking.enable"])
     app.include_router(connectors_router(herder, tracking, bool(config["topic.tracking.allow.reset"])))
-    app.include_router(plugins_router())
+    app.include_router(plugins_router(config))
     return app

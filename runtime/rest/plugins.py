@@ -3,6 +3,7 @@ keys, and validating a config against one of them (Kafka Connect's ``ConnectorPl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
@@ -47,7 +48,9 @@ def _same_plugin(included: str, plugin: str) -> bool:
         return False
 
 
-def plugins_router() -> APIRouter:
+def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
+    """The routes of ``/connector-plugins``; ``worker_config`` is the worker's parsed config (its converters are a
+    connector's unless it names its own)."""
     router = APIRouter(prefix="/connector-plugins", tags=["connector-plugins"])
 
     @router.get("", responses=responses(list[schemas.PluginInfo]))
@@ -75,6 +78,7 @@ def plugins_router() -> APIRouter:
         included = props.get("connector.class")
         if included is not None and not _same_plugin(included, plugin):
             raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
-        return JSONResponse(validate_connector_config({**props, "connector.class": included or plugin}))
+        config = {**props, "connector.class": included or plugin}
+        return JSONResponse(validate_connector_config(config, worker_config))
 
     return router

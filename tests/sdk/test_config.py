@@ -232,3 +232,21 @@ def test_merge_rejects_a_key_defined_on_both_sides() -> None:
 
 def test_required_repr_says_required() -> None:
     assert repr(REQUIRED) == "REQUIRED"
+
+
+def test_a_declared_prefix_covers_its_keys_and_parse_leaves_them_as_they_are() -> None:
+    definition = ConfigDef().define("spark.master", Type.STRING, "local").define_prefix("spark.", "Session settings.")
+    assert definition.prefixes == {"spark.": "Session settings."}
+    assert definition.covers("spark.driver.memory") and definition.covers("spark.master")
+    assert not definition.covers("sparks.driver.memory")
+    parsed = definition.parse({"spark.driver.memory": " 2g ", "spark.master": " local[2] "})
+    assert parsed == {"spark.driver.memory": " 2g ", "spark.master": "local[2]"}
+
+
+def test_merge_keeps_the_prefixes_of_both_and_refuses_one_declared_twice() -> None:
+    merged = ConfigDef().define_prefix("a.", "A.").merge(ConfigDef().define_prefix("b.", "B."))
+    assert list(merged.prefixes) == ["a.", "b."]
+    with pytest.raises(ValueError, match="declared twice"):
+        merged.merge(ConfigDef().define_prefix("a.", "again"))
+    with pytest.raises(ValueError, match="every key"):
+        ConfigDef().define_prefix("", "everything")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from headwater.harness.monitorable import MonitorableSourceConnector, MonitorableSourceTask, RuntimeHandles
-from headwater.sdk import SourceTask
+from headwater.sdk import ConfigDef, SourceTask, Type
 from support.rest_worker import RestWorker, source_config, wait_until
 
 pytestmark = pytest.mark.kafka
@@ -26,6 +26,9 @@ class FailingSourceTask(MonitorableSourceTask):
 class FailingSource(MonitorableSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return FailingSourceTask
+
+    def config_def(self) -> ConfigDef:
+        return super().config_def().define("fail.task", Type.STRING, "", documentation="The task that fails.")
 
 
 FAILING = f"{__name__}:FailingSource"

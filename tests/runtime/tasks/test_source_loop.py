@@ -15,7 +15,7 @@ import pytest
 from headwater.harness import MonitorableSourceConnector, RuntimeHandles, SimulatedWorker
 from headwater.runtime.converters import infer_schema
 from headwater.runtime.tasks.base import State
-from headwater.sdk import SourceBatch, SourceRecord, SourceTask, hookimpl
+from headwater.sdk import SourceBatch, SourceRecord, SourceTask, Type, hookimpl
 from headwater.sdk.errors import RetriableError
 
 Make = Callable[..., SimulatedWorker]
@@ -341,6 +341,9 @@ class UnkeyedTask(SourceTask):
 class UnkeyedSource(FlakyPollConnector):
     def task_class(self) -> type[SourceTask]:
         return UnkeyedTask
+
+    def config_def(self) -> Any:
+        return super().config_def().define("count", Type.INT, 0, documentation="Records the task hands over.")
 
 
 def test_an_unkeyed_heartbeat_is_keyed_by_its_source_partition_through_the_key_converter(

@@ -1,0 +1,62 @@
+"""Every connector config the docs, the README and the demo show has no key the worker would refuse or report as
+unknown: a false warning on the project's own examples would teach users to ignore the warning. (Every config the
+test suite creates is held to the same by the guard in ``tests/support/unknown_keys.py``.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from headwater.demo.pipeline import sink_config, source_config
+from headwater.runtime.connector_keys import refused_keys, unknown_keys
+from headwater.runtime.plugins import resolve_connector_class
+from headwater.runtime.properties import parse_properties
+from headwater.runtime.validation import DEFAULT_WORKER_CONFIG
+from headwater.sdk import SinkConnector
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+BLOCK = re.compile(r"^( *)```properties\n(.*?)\n\1```", re.S | re.M)
+GUIDES = {"spark-sink.md": "spark-sink", "jdbc-cdc.md": "jdbc-cdc", "kafka-mirror.md": "kafka-mirror"}
+"""Pages of one connector, whose config fragments (a block without ``connector.class``) are that connector's."""
+WORKER_KEYS = ("bootstrap.servers", "group.id")
+
+
+def documented_configs() -> list[Any]:
+    """A pytest param per connector config (or fragment of one) in a ``properties`` block of the docs."""
+    found = []
+    for page in PAGES:
+        for number, match in enumerate(BLOCK.finditer(page.read_text(encoding="utf-8"))):
+            text = "\n".join(line.strip() for line in match.group(2).splitlines())
+            values = parse_properties(text, page).values
+            if "connector.class" not in values and (page.name not in GUIDES or any(k in values for k in WORKER_KEYS)):
+                continue  # a worker config
+            values.setdefault("connector.class", GUIDES.get(page.name, ""))
+            found.append(pytest.param(values, id=f"{page.name}-{number}"))
+    return found
+
+
+def demo_configs() -> list[Any]:
+    names, shop = SimpleNamespace(prefix="demo"), SimpleNamespace(url="sqlite:///shop.db")
+    configs = [source_config(shop, names, "orders"), *(sink_config(names, Path("t"), spark) for spark in (True, False))]
+    return [pytest.param(config, id=f"demo-{n}") for n, config in enumerate(configs)]
+
+
+def test_the_docs_show_connector_configs() -> None:
+    classes = {param.values[0]["connector.class"] for param in documented_configs()}
+    assert {"spark-sink", "jdbc-cdc", "kafka-mirror", "synthetic.SequenceSourceConnector"} <= classes
+
+
+@pytest.mark.parametrize("config", [*documented_configs(), *demo_configs()])
+def test_an_example_config_has_no_unknown_or_refused_key(
+    config: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    connector = resolve_connector_class(config["connector.class"])()
+    assert connector.config_def().keys, "a connector that declares no key is not checked for unknown keys"
+    assert refused_keys(config, "sink" if isinstance(connector, SinkConnector) else "source") == {}
+    assert unknown_keys(config, connector, DEFAULT_WORKER_CONFIG) == {}
