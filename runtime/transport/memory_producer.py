@@ -290,12 +290,15 @@ class MemoryProducer:
         start: int = 0,
         headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None = None,
     ) -> int:
+        produce = self.produce
         for index in range(start, len(values)):
             key = None if keys is None else keys[index]
             timestamp = None if timestamps is None else timestamps[index]
-            pairs = None if headers is None else headers[index]
-            # a copy, as Kafka stores the headers apart from what the source may change later
-            self.produce(topic, values[index], key, partition, timestamp, list(pairs) if pairs else None, None, ack)
+            if headers is None:
+                produce(topic, values[index], key, partition, timestamp, None, None, ack)
+            else:  # a copy, as Kafka stores the headers apart from what the source may change later
+                pairs = headers[index]
+                produce(topic, values[index], key, partition, timestamp, list(pairs) if pairs else None, None, ack)
         return len(values)
 
     def delivery_error(self, error: Any, report: Any) -> ConnectError:
