@@ -15,7 +15,7 @@ import pytest
 from headwater.harness import MonitorableSourceConnector, RuntimeHandles, SimulatedWorker
 from headwater.runtime.converters import infer_schema
 from headwater.runtime.tasks.base import State
-from headwater.sdk import SourceBatch, SourceRecord, SourceTask, hookimpl
+from headwater.sdk import ConfigDef, Importance, SourceBatch, SourceRecord, SourceTask, Type, hookimpl
 from headwater.sdk.errors import RetriableError
 
 Make = Callable[..., SimulatedWorker]
@@ -339,6 +339,10 @@ class HeaderedColumnsConnector(FlakyPollConnector):
     def task_class(self) -> type[SourceTask]:
         return HeaderedColumnsTask
 
+    def config_def(self) -> ConfigDef:
+        case = "A key of HEADER_CASES."
+        return super().config_def().define("case", Type.STRING, importance=Importance.HIGH, documentation=case)
+
 
 def sent_columns(worker: SimulatedWorker, connector: str) -> list[Any]:
     """The header column of every ``produce_all`` call the connector's task makes from now on."""
@@ -384,7 +388,7 @@ def test_a_header_the_header_converter_refuses_fails_the_batch_as_a_list_of_reco
     columns = sent_columns(worker, "hdr")
     worker.advance(1000)
     assert worker.task_state("hdr") is State.FAILED
-    assert "converting record 0" in str(worker.source_task("hdr").failure)
+    assert "ByteArrayConverter needs bytes" in str(worker.source_task("hdr").failure)
     assert (worker.messages("hdr"), columns) == ([], [])
     assert worker.source_offset("hdr", {"p": 1}) is None
 
