@@ -15,7 +15,7 @@ import pytest
 from headwater.harness import MonitorableSourceConnector, RuntimeHandles, SimulatedWorker
 from headwater.runtime.converters import infer_schema
 from headwater.runtime.tasks.base import State
-from headwater.sdk import ConfigDef, Importance, SourceBatch, SourceRecord, SourceTask, Type, hookimpl
+from headwater.sdk import SourceBatch, SourceRecord, SourceTask, Type, hookimpl
 from headwater.sdk.errors import RetriableError
 
 Make = Callable[..., SimulatedWorker]
@@ -339,9 +339,8 @@ class HeaderedColumnsConnector(FlakyPollConnector):
     def task_class(self) -> type[SourceTask]:
         return HeaderedColumnsTask
 
-    def config_def(self) -> ConfigDef:
-        case = "A key of HEADER_CASES."
-        return super().config_def().define("case", Type.STRING, importance=Importance.HIGH, documentation=case)
+    def config_def(self) -> Any:
+        return super().config_def().define("case", Type.STRING, "bytes", documentation="A key of HEADER_CASES.")
 
 
 def sent_columns(worker: SimulatedWorker, connector: str) -> list[Any]:
