@@ -67,14 +67,17 @@ class SourceBatch(Sequence[SourceRecord]):
     """Many records of one source partition to one topic, handed over as columns: what a high-volume source
     returns from ``poll`` instead of a list of :class:`SourceRecord`, so that no object is made per record.
 
-    ``offsets[i]`` is the source offset of ``values[i]``; ``keys`` and ``timestamps``, when given, have one entry
-    per value too. The batch is also a sequence of :class:`SourceRecord` (built on access), so code written for
-    lists keeps working. With pass-through (``bytes``) converters and bytes or ``None`` keys and values, the
-    runtime sends the columns as they are and commits the batch's offsets as a whole: the offset of its last
-    record once every record of it (and of the partition before it) is acknowledged.
+    ``offsets[i]`` is the source offset of ``values[i]``; ``keys``, ``timestamps`` and ``headers``, when given, have
+    one entry per value too. ``headers[i]`` is the sequence of ``(key, value)`` header pairs of ``values[i]``
+    (``None`` or empty for none). The batch is also a sequence of :class:`SourceRecord` (built on access), so code
+    written for lists keeps working. With pass-through (``bytes``) key, value and header converters, bytes or
+    ``None`` keys and values, and header pairs that are ``(str, bytes or None)`` tuples, the runtime sends the
+    columns as they are and commits the batch's offsets as a whole: the offset of its last record once every record
+    of it (and of the partition before it) is acknowledged. Otherwise it sends the batch record by record through
+    the converters, like a list of :class:`SourceRecord`.
     """
 
-    __slots__ = ("keys", "offsets", "partition", "source_partition", "timestamps", "topic", "values")
+    __slots__ = ("headers", "keys", "offsets", "partition", "source_partition", "timestamps", "topic", "values")
 
     def __init__(
         self,
@@ -85,8 +88,10 @@ class SourceBatch(Sequence[SourceRecord]):
         keys: Sequence[Any] | None = None,
         timestamps: Sequence[int | None] | None = None,
         partition: int | None = None,
+        headers: Sequence[Sequence[Header] | None] | None = None,
     ) -> None:
-        for name, column in (("offsets", offsets), ("keys", keys), ("timestamps", timestamps)):
+        columns = (("offsets", offsets), ("keys", keys), ("timestamps", timestamps), ("headers", headers))
+        for name, column in columns:
             if column is not None and len(column) != len(values):
                 raise ValueError(f"SourceBatch for topic {topic!r}: {len(values)} values but {len(column)} {name}")
         self.source_partition = source_partition
@@ -96,6 +101,7 @@ class SourceBatch(Sequence[SourceRecord]):
         self.keys = keys
         self.timestamps = timestamps
         self.partition = partition
+        self.headers = headers
 
     def __len__(self) -> int:
         return len(self.values)
@@ -117,6 +123,7 @@ class SourceBatch(Sequence[SourceRecord]):
             None if self.keys is None else self.keys[index],
             self.partition,
             None if self.timestamps is None else self.timestamps[index],
+            () if self.headers is None else self.headers[index] or (),
         )
 
     def __repr__(self) -> str:

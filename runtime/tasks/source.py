@@ -23,7 +23,14 @@ from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class
 from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
-from headwater.sdk.records import SourceBatch, SourceOffset, SourcePartition, SourceRecord, validate_offset_map
+from headwater.sdk.records import (
+    Header,
+    SourceBatch,
+    SourceOffset,
+    SourcePartition,
+    SourceRecord,
+    validate_offset_map,
+)
 from headwater.sdk.task import SourceTask
 
 log = logging.getLogger(__name__)
@@ -36,10 +43,23 @@ _RAW = frozenset({bytes, type(None)})
 
 
 def _raw_columns(batch: SourceBatch) -> bool:
-    """Whether the batch's keys and values are all bytes or ``None``, to be sent as they are."""
+    """Whether the batch's keys and values are all bytes or ``None`` and its header pairs all ``(str, bytes or
+    None)`` tuples, to be sent as they are."""
     if not set(map(type, batch.values)) <= _RAW:
         return False
-    return batch.keys is None or set(map(type, batch.keys)) <= _RAW
+    if batch.keys is not None and not set(map(type, batch.keys)) <= _RAW:
+        return False
+    return batch.headers is None or all(map(_raw_headers, batch.headers))
+
+
+def _raw_headers(pairs: Sequence[Header] | None) -> bool:
+    """Whether one record's headers are ``None``, empty, or ``(str, bytes or None)`` tuples."""
+    if not pairs:
+        return True
+    for pair in pairs:
+        if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) not in _RAW:
+            return False
+    return True
 
 
 def keyed(heartbeat: SourceRecord) -> SourceRecord:
@@ -251,7 +271,7 @@ class WorkerSourceTask(WorkerTask):
         """Send a :class:`SourceBatch` of raw columns from record ``start`` on, as the transport sees fit."""
         assert isinstance(batch, SourceBatch)
         end = self.producer.produce_all(
-            batch.topic, batch.values, batch.keys, batch.partition, batch.timestamps, entry.ack, start
+            batch.topic, batch.values, batch.keys, batch.partition, batch.timestamps, entry.ack, start, batch.headers
         )
         self.records_sent += end - start
         if end < len(batch):  # the producer's queue stayed full: go round (serving acks) and resend from there

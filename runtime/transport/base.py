@@ -91,10 +91,12 @@ class Producer(Protocol):
         timestamps: Sequence[int | None] | None,
         ack: Acknowledgement,
         start: int = 0,
+        headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None = None,
     ) -> int:
-        """Queue the records ``values[start:]`` (with their ``keys`` and ``timestamps`` when given), each reported
-        to ``ack``; return the index of the first record not queued because the queue stayed full (``len(values)``
-        when all were). Raises like :meth:`produce` otherwise."""
+        """Queue the records ``values[start:]`` (with their ``keys``, ``timestamps`` and ``headers`` when given;
+        ``headers[i]`` is ``None`` or empty for a record without), each reported to ``ack``; return the index of
+        the first record not queued because the queue stayed full (``len(values)`` when all were). Raises like
+        :meth:`produce` otherwise."""
         ...
 
     def delivery_error(self, error: Any, report: Any) -> ConnectError:

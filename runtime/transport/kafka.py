@@ -225,16 +225,26 @@ class KafkaProducer:
         timestamps: Sequence[int | None] | None,
         ack: Acknowledgement,
         start: int = 0,
+        headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None = None,
     ) -> int:
         produce = self._producer.produce
         target = -1 if partition is None else partition
         index, end, waited = start, len(values), False
         # Positional arguments: parsing keywords costs about as much again as the rest of the call. The fifth and
-        # sixth are on_delivery and its alias callback (stubs and C code list them in opposite orders), then timestamp.
+        # sixth are on_delivery and its alias callback (stubs and C code list them in opposite orders), then
+        # timestamp and headers (which librdkafka takes as a list only).
         while index < end:
             i = index
             try:
-                if keys is None and timestamps is None:
+                if headers is not None:
+                    for i in range(index, end):
+                        key = None if keys is None else keys[i]
+                        timestamp = (None if timestamps is None else timestamps[i]) or 0
+                        pairs = headers[i]
+                        if pairs and type(pairs) is not list:
+                            pairs = list(pairs)
+                        produce(topic, values[i], key, target, ack, ack, timestamp, pairs or None)  # type: ignore[arg-type]
+                elif keys is None and timestamps is None:
                     for i in range(index, end):
                         produce(topic, values[i], None, target, ack, ack)
                 else:
@@ -251,7 +261,8 @@ class KafkaProducer:
                 waited = True
             except KafkaException as error:
                 key = None if keys is None else keys[i]
-                raise self._refused(error, topic, key, values[i], None) from None
+                pairs = None if headers is None else headers[i]
+                raise self._refused(error, topic, key, values[i], list(pairs) if pairs else None) from None
         return end
 
     def delivery_error(self, error: Any, report: Any) -> ConnectError:

@@ -288,11 +288,17 @@ class MemoryProducer:
         timestamps: Sequence[int | None] | None,
         ack: Acknowledgement,
         start: int = 0,
+        headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None = None,
     ) -> int:
+        produce = self.produce
         for index in range(start, len(values)):
             key = None if keys is None else keys[index]
             timestamp = None if timestamps is None else timestamps[index]
-            self.produce(topic, values[index], key, partition, timestamp, None, None, ack)
+            if headers is None:
+                produce(topic, values[index], key, partition, timestamp, None, None, ack)
+            else:  # a copy, as Kafka stores the headers apart from what the source may change later
+                pairs = headers[index]
+                produce(topic, values[index], key, partition, timestamp, list(pairs) if pairs else None, None, ack)
         return len(values)
 
     def delivery_error(self, error: Any, report: Any) -> ConnectError:

@@ -42,6 +42,16 @@ TestLogSource = source_conformance(
     kafka=True,  # CI shows the suite on a real broker too
 )
 
+TestLogBatchSource = source_conformance(  # batches with headers, sent as they are
+    samples.LogBatchSource,
+    log_config,
+    feed=samples.feed_log,
+    provisioned=samples.slots,
+    advance_without_data=samples.advance_log,
+    batch_size_key="batch.size",
+    worker_config={"key.converter": "bytes", "value.converter": "bytes", "header.converter": "bytes"},
+)
+
 TestTableSink = sink_conformance(
     samples.TableSink,
     table_config,

@@ -22,7 +22,14 @@ def test_timestamps_and_partition_reach_each_record() -> None:
     assert [(r.timestamp, r.partition, r.source_partition) for r in batch] == [(10, 2, None), (20, 2, None)]
 
 
-@pytest.mark.parametrize("column", ["offsets", "keys", "timestamps"])
+def test_headers_reach_each_record_and_none_or_empty_reads_as_no_headers() -> None:
+    headers = [[("trace", b"t1"), ("tenant", None)], None, ()]
+    batch = SourceBatch(P, "t", [b"a", b"b", b"c"], [None, None, None], headers=headers)
+    assert [list(r.headers) for r in batch] == [[("trace", b"t1"), ("tenant", None)], [], []]
+    assert SourceBatch(P, "t", [b"a"], [None])[0].headers == ()
+
+
+@pytest.mark.parametrize("column", ["offsets", "keys", "timestamps", "headers"])
 def test_a_column_of_another_length_is_refused_naming_it(column: str) -> None:
     columns: dict[str, list[object]] = {"offsets": [{"n": 1}, {"n": 2}]}
     columns[column] = [None]

@@ -1,13 +1,17 @@
 """A source that hands over ``SourceBatch`` columns: with pass-through converters the loop sends them as they are
-and commits each batch's last offset once all of it is acknowledged. Shown on both backends (``make_worker``)."""
+(headers too) and commits each batch's last offset once all of it is acknowledged. Shown on both backends
+(``make_worker``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import pytest
 
 from headwater.harness import SimulatedWorker
 from headwater.harness.kafka_worker import KafkaSteppedWorker
+from headwater.sdk import SourceBatch, SourceConnector, SourceTask
 from synthetic import SequenceSourceConnector, sequence_value
 
 Make = Callable[..., SimulatedWorker]
@@ -56,3 +60,59 @@ def test_a_full_producer_queue_holds_a_batch_back_without_losing_or_repeating_re
     worker.advance(1000)
     assert [m.value for m in worker.messages(topic)] == [sequence_value(n, 3) for n in range(100)]
     worker.assert_source_offset(unique_name, PARTITION, {"seq": 99})
+
+
+HEADERS = [[("trace", b"\x00\xfft0"), ("empty", b""), ("none", None)], None, [("trace", b"t2"), ("trace", b"again")]]
+"""The header column of :class:`HeaderedBatchTask`'s batch: bytes that are not UTF-8, an empty value, a null one,
+a record without headers and a key repeated."""
+
+
+class HeaderedBatchTask(SourceTask):
+    """Hands over one batch of three records with :data:`HEADERS`, then nothing."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.topic, self.sent = config["topic"], False
+
+    def poll(self) -> SourceBatch | None:
+        if self.sent:
+            return None
+        self.sent = True
+        offsets = [{"seq": n} for n in range(3)]
+        return SourceBatch(PARTITION, self.topic, [b"v0", b"v1", b"v2"], offsets, headers=HEADERS)
+
+
+class HeaderedBatchConnector(SourceConnector):
+    def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+
+    def task_class(self) -> type[SourceTask]:
+        return HeaderedBatchTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [self.config]
+
+
+@pytest.mark.parametrize("header_converter", ["bytes", "simple"], ids=["as-they-are", "converted"])
+def test_a_consumer_reads_the_exact_header_bytes_of_a_batch(
+    make_worker: Make, unique_name: str, header_converter: str
+) -> None:
+    # bytes: the columns go to produce_all as they are; simple (not a pass-through converter): record by record,
+    # each header through the converter, which hands bytes and None on unchanged
+    worker = make_worker({**RAW, "header.converter": header_converter, "offset.flush.interval.ms": 1000})
+    topic = f"hdr-{unique_name}"
+    worker.create_topic(topic, 1)
+    worker.add_connector(unique_name, HeaderedBatchConnector, {"topic": topic})
+    producer = worker.source_task(unique_name).producer
+    produce_all, columns = producer.produce_all, []
+
+    def spy(*args: Any) -> int:
+        columns.append(args[7])
+        return produce_all(*args)
+
+    producer.produce_all = spy  # type: ignore[method-assign]
+    worker.run_until(lambda: worker.source_task(unique_name).records_acked == 3, what="3 records acknowledged")
+    got = [(m.value, list(m.headers)) for m in worker.messages(topic)]
+    assert got == [(b"v0", HEADERS[0]), (b"v1", []), (b"v2", HEADERS[2])]
+    assert columns == ([HEADERS] if header_converter == "bytes" else [])
+    worker.advance(1000)
+    worker.assert_source_offset(unique_name, PARTITION, {"seq": 2})

@@ -312,6 +312,86 @@ def test_a_batch_the_converters_must_see_is_sent_record_by_record(make_simulated
         assert worker.source_offset("cols", {"p": 1}) is None
 
 
+RAW = {"key.converter": "bytes", "value.converter": "bytes", "header.converter": "bytes"}
+HEADER_CASES: dict[str, list[Any]] = {
+    "bytes": [[("trace", b"t0"), ("none", None)], None, [("trace", b"t2")]],
+    "bytearray": [[("trace", bytearray(b"t0")), ("none", None)], None, [("trace", b"t2")]],
+    "list pair": [[["trace", b"t0"], ("none", None)], None, [("trace", b"t2")]],
+    "str": [[("trace", "t0"), ("none", None)], None, [("trace", b"t2")]],
+}
+"""Header columns of a batch of three records: only the first is all ``(str, bytes or None)`` tuples."""
+
+
+class HeaderedColumnsTask(SourceTask):
+    """Hands over one SourceBatch of bytes with the header column ``HEADER_CASES[case]``, then nothing."""
+
+    def start(self, config: Any) -> None:
+        self.headers, self.sent = HEADER_CASES[config["case"]], False
+
+    def poll(self) -> SourceBatch | None:
+        if self.sent:
+            return None
+        self.sent = True
+        return SourceBatch({"p": 1}, "hdr", [b"v0", b"v1", b"v2"], [{"at": n} for n in range(3)], headers=self.headers)
+
+
+class HeaderedColumnsConnector(FlakyPollConnector):
+    def task_class(self) -> type[SourceTask]:
+        return HeaderedColumnsTask
+
+    def config_def(self) -> Any:
+        return super().config_def().define("case", Type.STRING, "bytes", documentation="A key of HEADER_CASES.")
+
+
+def sent_columns(worker: SimulatedWorker, connector: str) -> list[Any]:
+    """The header column of every ``produce_all`` call the connector's task makes from now on."""
+    producer = worker.source_task(connector).producer
+    produce_all, columns = producer.produce_all, []
+
+    def spy(*args: Any) -> int:
+        columns.append(args[7] if len(args) > 7 else None)
+        return produce_all(*args)
+
+    producer.produce_all = spy  # type: ignore[method-assign]
+    return columns
+
+
+@pytest.mark.parametrize(
+    ("case", "header_converter", "fast"),
+    [
+        ("bytes", "bytes", True),
+        ("bytes", "simple", False),
+        ("bytearray", "bytes", False),
+        ("list pair", "bytes", False),
+    ],
+)
+def test_a_batch_with_headers_is_sent_as_it_is_only_when_they_pass_through(
+    make_simulated_worker: Make, case: str, header_converter: str, fast: bool
+) -> None:
+    worker = make_simulated_worker({**FAST, **RAW, "header.converter": header_converter})
+    worker.add_connector("hdr", HeaderedColumnsConnector, {"topic": "unused", "case": case})
+    columns = sent_columns(worker, "hdr")
+    worker.advance(1000)
+    messages = worker.messages("hdr")
+    assert [m.value for m in messages] == [b"v0", b"v1", b"v2"]
+    assert [list(m.headers) for m in messages] == [[("trace", b"t0"), ("none", None)], [], [("trace", b"t2")]]
+    assert columns == ([HEADER_CASES[case]] if fast else []), "columns sent as they are, else record by record"
+    worker.assert_source_offset("hdr", {"p": 1}, {"at": 2})
+
+
+def test_a_header_the_header_converter_refuses_fails_the_batch_as_a_list_of_records_would(
+    make_simulated_worker: Make,
+) -> None:
+    worker = make_simulated_worker({**FAST, **RAW, "errors.tolerance": "none"})
+    worker.add_connector("hdr", HeaderedColumnsConnector, {"topic": "unused", "case": "str"})
+    columns = sent_columns(worker, "hdr")
+    worker.advance(1000)
+    assert worker.task_state("hdr") is State.FAILED
+    assert "ByteArrayConverter needs bytes" in str(worker.source_task("hdr").failure)
+    assert (worker.messages("hdr"), columns) == ([], [])
+    assert worker.source_offset("hdr", {"p": 1}) is None
+
+
 # ---- records a compacted topic refuses, and heartbeats keyed for it (each on both backends) ----------------------
 
 LOG = {"log": "main"}

@@ -242,6 +242,30 @@ def test_produce_all_queues_what_fits_and_says_where_it_stopped(
     assert [r.timestamp for r in got[:3]] == [1_000, 1_001, 1_002]
 
 
+def test_produce_all_sends_each_records_headers_as_they_are(
+    transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer]
+) -> None:
+    producer = transport.producer({})
+    acks: list[object] = []
+    shared = (("source", b"db"),)  # a tuple, which librdkafka does not take as it is
+    headers = [[("trace", b"\x00\xff"), ("none", None)], None, shared, []]
+    values = [b"v0", b"v1", b"v2", b"v3"]
+    assert producer.produce_all(topic, values, None, 0, None, lambda error, report: acks.append(error), 0, headers) == 4
+    assert producer.flush(30_000) == 0
+    producer.close()
+    assert acks == [None] * 4
+    consumer = transport.consumer(None, {})
+    consumers.append(consumer)
+    consumer.assign([TopicPartition(topic, 0)])
+    got = poll_until(consumers, lambda got: len(got) >= 4)
+    assert [(r.value, list(r.headers)) for r in got] == [
+        (b"v0", [("trace", b"\x00\xff"), ("none", None)]),
+        (b"v1", []),
+        (b"v2", [("source", b"db")]),
+        (b"v3", []),
+    ]
+
+
 def test_consumed_records_are_sink_records_read_from_the_message(
     transport: KafkaTransport, topic: str, consumers: list[KafkaConsumer]
 ) -> None:

@@ -189,6 +189,19 @@ def test_timestamps_come_from_the_clock_unless_given() -> None:
     assert tuple(b.headers) == ()
 
 
+def test_produce_all_stores_each_records_headers_as_a_copy() -> None:
+    broker = MemoryBroker()
+    producer = MemoryProducer(broker, {})
+    shared = (("source", b"db"),)
+    headers = [[("trace", b"t0"), ("none", None)], None, shared, []]
+    acks = Acks()
+    assert producer.produce_all("t", [b"a", b"b", b"c", b"d"], None, 0, None, acks, 0, headers) == 4
+    messages = broker.messages("t")
+    assert [m.headers for m in messages] == [[("trace", b"t0"), ("none", None)], (), [("source", b"db")], ()]
+    assert messages[0].headers is not headers[0], "the source may reuse its lists once the batch is sent"
+    assert producer.poll(0) == 4 and len(acks.calls) == 4
+
+
 def test_a_raising_delivery_callback_keeps_the_later_acks_queued() -> None:
     producer = MemoryProducer(MemoryBroker(), {})
     acks = Acks()
