@@ -275,6 +275,12 @@ def passes_bytes_through(converter: Converter | HeaderConverter) -> bool:
     return isinstance(converter, ByteArrayConverter)
 
 
+def sends_header_bytes_through(converter: HeaderConverter) -> bool:
+    """Whether a header converter writes a ``bytes`` header value as it is (``bytes``, and the default
+    ``SimpleHeaderConverter``), so a source loop may send raw headers without calling it."""
+    return passes_bytes_through(converter) or isinstance(converter, SimpleHeaderConverter)
+
+
 _CONVERTERS: dict[str, type] = {
     "bytes": ByteArrayConverter,
     "string": StringConverter,

@@ -70,8 +70,9 @@ class SourceBatch(Sequence[SourceRecord]):
     ``offsets[i]`` is the source offset of ``values[i]``; ``keys``, ``timestamps`` and ``headers``, when given, have
     one entry per value too. ``headers[i]`` is the sequence of ``(key, value)`` header pairs of ``values[i]``
     (``None`` or empty for none). The batch is also a sequence of :class:`SourceRecord` (built on access), so code
-    written for lists keeps working. With pass-through (``bytes``) key, value and header converters, bytes or
-    ``None`` keys and values, and header pairs that are ``(str, bytes or None)`` tuples, the runtime sends the
+    written for lists keeps working. With pass-through (``bytes``) key and value converters, bytes or ``None``
+    keys and values, and header pairs that are ``(str, bytes or None)`` tuples (with a header converter that writes
+    bytes as they are: ``bytes`` or the default ``SimpleHeaderConverter``), the runtime sends the
     columns as they are and commits the batch's offsets as a whole: the offset of its last record once every record
     of it (and of the partition before it) is acknowledged. Otherwise it sends the batch record by record through
     the converters, like a list of :class:`SourceRecord`.

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
-from headwater.runtime.converters import passes_bytes_through
+from headwater.runtime.converters import passes_bytes_through, sends_header_bytes_through
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
@@ -123,6 +123,9 @@ class WorkerSourceTask(WorkerTask):
         self._next_commit = 0
         self._next_heartbeat = 0
         self._passthrough = False
+        """Whether the key and value converters pass bytes through: records of bytes are sent as they are."""
+        self._raw_headers = False
+        """Whether the header converter writes bytes header values as they are."""
         self.active_topics = self.acks.active_topics
         """Topics the broker acknowledged a record of (KIP-558's source rule: after the acknowledgement)."""
         self.records_sent = 0
@@ -183,14 +186,13 @@ class WorkerSourceTask(WorkerTask):
         now = self.clock.now_ms()
         self._next_commit = now + self.settings.flush_interval_ms
         self._next_heartbeat = now + self.settings.heartbeat_interval_ms
-        self._passthrough = all(
-            passes_bytes_through(c) for c in (self.key_converter, self.value_converter, self.header_converter)
-        )
+        self._passthrough = passes_bytes_through(self.key_converter) and passes_bytes_through(self.value_converter)
+        self._raw_headers = sends_header_bytes_through(self.header_converter)
 
     def _take(self, records: Sequence[SourceRecord]) -> None:
         self._next_index = 0
         if isinstance(records, SourceBatch):
-            if self._passthrough and _raw_columns(records):
+            if self._passthrough and (records.headers is None or self._raw_headers) and _raw_columns(records):
                 self._to_send = records
                 self._batch = self.submitted.submit_batch(records)
                 return

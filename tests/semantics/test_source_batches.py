@@ -68,17 +68,22 @@ a record without headers and a key repeated."""
 
 
 class HeaderedBatchTask(SourceTask):
-    """Hands over one batch of three records with :data:`HEADERS`, then nothing."""
+    """Hands over one batch of three records with :data:`HEADERS`, then nothing; with ``shape=list`` each header
+    pair is a list, which keeps the batch off the path that sends columns as they are."""
 
     def start(self, config: Mapping[str, str]) -> None:
         self.topic, self.sent = config["topic"], False
+        self.lists = config.get("shape") == "list"
 
     def poll(self) -> SourceBatch | None:
         if self.sent:
             return None
         self.sent = True
         offsets = [{"seq": n} for n in range(3)]
-        return SourceBatch(PARTITION, self.topic, [b"v0", b"v1", b"v2"], offsets, headers=HEADERS)
+        headers: list[Any] = HEADERS
+        if self.lists:
+            headers = [None if pairs is None else [list(pair) for pair in pairs] for pairs in HEADERS]
+        return SourceBatch(PARTITION, self.topic, [b"v0", b"v1", b"v2"], offsets, headers=headers)
 
 
 class HeaderedBatchConnector(SourceConnector):
@@ -92,16 +97,21 @@ class HeaderedBatchConnector(SourceConnector):
         return [self.config]
 
 
-@pytest.mark.parametrize("header_converter", ["bytes", "simple"], ids=["as-they-are", "converted"])
+@pytest.mark.parametrize(
+    ("header_converter", "shape", "fast"),
+    [("bytes", "tuple", True), ("simple", "tuple", True), ("simple", "list", False)],
+    ids=["as-they-are", "as-they-are-simple", "converted"],
+)
 def test_a_consumer_reads_the_exact_header_bytes_of_a_batch(
-    make_worker: Make, unique_name: str, header_converter: str
+    make_worker: Make, unique_name: str, header_converter: str, shape: str, fast: bool
 ) -> None:
-    # bytes: the columns go to produce_all as they are; simple (not a pass-through converter): record by record,
-    # each header through the converter, which hands bytes and None on unchanged
+    # (str, bytes) tuples with a header converter that writes bytes as they are (bytes, or the default
+    # SimpleHeaderConverter): the columns go to produce_all as they are; list-shaped pairs: record by record, each
+    # header through the converter, which hands bytes and None on unchanged
     worker = make_worker({**RAW, "header.converter": header_converter, "offset.flush.interval.ms": 1000})
     topic = f"hdr-{unique_name}"
     worker.create_topic(topic, 1)
-    worker.add_connector(unique_name, HeaderedBatchConnector, {"topic": topic})
+    worker.add_connector(unique_name, HeaderedBatchConnector, {"topic": topic, "shape": shape})
     producer = worker.source_task(unique_name).producer
     produce_all, columns = producer.produce_all, []
 
@@ -113,6 +123,6 @@ def test_a_consumer_reads_the_exact_header_bytes_of_a_batch(
     worker.run_until(lambda: worker.source_task(unique_name).records_acked == 3, what="3 records acknowledged")
     got = [(m.value, list(m.headers)) for m in worker.messages(topic)]
     assert got == [(b"v0", HEADERS[0]), (b"v1", []), (b"v2", HEADERS[2])]
-    assert columns == ([HEADERS] if header_converter == "bytes" else [])
+    assert columns == ([HEADERS] if fast else [])
     worker.advance(1000)
     worker.assert_source_offset(unique_name, PARTITION, {"seq": 2})

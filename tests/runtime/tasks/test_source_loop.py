@@ -360,7 +360,7 @@ def sent_columns(worker: SimulatedWorker, connector: str) -> list[Any]:
     ("case", "header_converter", "fast"),
     [
         ("bytes", "bytes", True),
-        ("bytes", "simple", False),
+        ("bytes", "simple", True),
         ("bytearray", "bytes", False),
         ("list pair", "bytes", False),
     ],
