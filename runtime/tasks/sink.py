@@ -165,6 +165,10 @@ class WorkerSinkTask(WorkerTask):
 
     def _wait_for_retry(self, at: int) -> None:
         self._retry_at = at
+        self._pause_for_redelivery()
+
+    def _pause_for_redelivery(self) -> None:
+        """Stop fetching until the records held now are put (resumed in :meth:`_deliver`)."""
         if not self._paused_for_redelivery:
             self._paused_for_redelivery = True
             self.consumer.pause(self.consumer.assignment())
@@ -181,9 +185,7 @@ class WorkerSinkTask(WorkerTask):
                     len(records),
                     error,
                 )
-                if not self._paused_for_redelivery:
-                    self._paused_for_redelivery = True
-                    self.consumer.pause(self.consumer.assignment())
+                self._pause_for_redelivery()
                 return False
             at = self._put_retry.next_attempt()
             if at is None:
