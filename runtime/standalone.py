@@ -34,6 +34,7 @@ from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
     initial_worker_id,
     log_state,
+    rest_security,
     run_worker_command,
     serve_rest,
     wait_for_broker,
@@ -111,6 +112,7 @@ class StandaloneWorker:
         )
         self.herder = StandaloneHerder(self.worker, status_store)
         self.listener = parse_listener("listeners", self.config["listeners"][0])
+        self.rest_security = rest_security(worker_file, self.config)
         self.rest: RestServer | None = None
         self.connector_files: list[ConfigFile] = []
         for file in connector_files:
@@ -193,7 +195,8 @@ class StandaloneWorker:
     def _serve_rest(self) -> None:
         """Start the REST server at ``listeners``; raises ConnectError when its address cannot be bound. From then
         on the worker's id in statuses is its REST address, ``host:port``, as in Kafka Connect."""
-        self.rest, self.worker.worker_id = serve_rest(self.herder, self.listener, self.admin_config())
+        rest = serve_rest(self.herder, self.listener, self.admin_config(), self.rest_security)
+        self.rest, self.worker.worker_id = rest
 
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]

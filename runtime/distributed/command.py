@@ -27,6 +27,7 @@ from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
     initial_worker_id,
     log_state,
+    rest_security,
     run_worker_command,
     serve_rest,
     wait_for_broker,
@@ -55,6 +56,7 @@ class DistributedWorker:
             self.prefix = slots_prefix(self.config)
         except ConfigError as error:
             raise worker_file.config_error(error) from None
+        self.rest_security = rest_security(worker_file, self.config)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.group_id = str(self.config["group.id"])
         self.transport = KafkaTransport(self.bootstrap_servers, client_settings(worker_file.values))
@@ -152,7 +154,7 @@ class DistributedWorker:
     def _serve_rest(self) -> None:
         """Serve the REST API at ``listeners``; from then on the worker's id is its REST address."""
         listener = parse_listener("listeners", self.config["listeners"][0])
-        self.rest, self.worker.worker_id = serve_rest(self.herder, listener, self.admin_config())
+        self.rest, self.worker.worker_id = serve_rest(self.herder, listener, self.admin_config(), self.rest_security)
 
 
 def main(worker_path: str) -> int:
