@@ -20,7 +20,7 @@ LISTENER_CONFIG = (
         None,
         Importance.HIGH,
         "PEM file with the certificate chain an https listener presents (server certificate first); it may hold "
-        "the private key too. Required for an https listener.",
+        "the private key too. An https listener needs this or listeners.https.ssl.keystore.location.",
         group=TLS_GROUP,
     )
     .define(
@@ -44,8 +44,16 @@ LISTENER_CONFIG = (
         Type.STRING,
         None,
         Importance.LOW,
-        "Kafka Connect's JKS or PKCS12 keystore: not read by Headwater, which refuses the key; convert the keystore "
-        "to PEM files (openssl pkcs12 -nodes) and give listeners.https.ssl.certificate.location instead.",
+        "PKCS12 keystore with the private key and certificate chain an https listener presents, instead of PEM "
+        "files (a JKS keystore is refused: keytool -importkeystore -deststoretype PKCS12 converts it).",
+        group=TLS_GROUP,
+    )
+    .define(
+        HTTPS + "ssl.keystore.password",
+        Type.PASSWORD,
+        None,
+        Importance.HIGH,
+        "Password of the PKCS12 keystore.",
         group=TLS_GROUP,
     )
     .define(

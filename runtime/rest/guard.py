@@ -41,9 +41,10 @@ class RequestGuard:
         if self.authenticator is not None and scope["path"] not in self.unauthenticated_paths:
             principal = self.authenticator.authenticate(scope["method"], scope["path"], headers)
             if principal is None:
-                log.info("REST request %s %s refused: not authenticated", scope["method"], scope["path"])
-                challenge = self.authenticator.challenge()
-                await _error(scope, send, 401, "Unauthorized", [(b"www-authenticate", challenge.encode("latin-1"))])
+                # debug, as Kafka Connect logs it: a mistyped password must not fill the log
+                log.debug("REST request %s %s refused: not authenticated", scope["method"], scope["path"])
+                challenge = [(b"www-authenticate", self.authenticator.challenge().encode("latin-1"))]
+                await _error(scope, send, 401, "User cannot access the resource.", challenge)
                 return
             scope = {**scope, "user": principal}
         length = headers.get("content-length")

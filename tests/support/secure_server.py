@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import trustme
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import pkcs12
 
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import RestServer, create_app
@@ -45,6 +49,7 @@ class Certificates:
         self.server_ca = trustme.CA()
         self.client_ca = trustme.CA()
         server = self.server_ca.issue_cert("127.0.0.1", "localhost")
+        self.server = server
         self.server_certificate = self._write("server.pem", b"".join(blob.bytes() for blob in server.cert_chain_pems))
         self.server_key = self._write("server.key", server.private_key_pem.bytes())
         self.client_cas = self._write("client-cas.pem", self.client_ca.cert_pem.bytes())
@@ -53,6 +58,14 @@ class Certificates:
         path = self.dir / name
         path.write_bytes(data)
         return str(path)
+
+    def keystore(self, password: str) -> str:
+        """The server's key and certificate chain as a PKCS12 keystore file (Kafka Connect's keystore format)."""
+        key = serialization.load_pem_private_key(self.server.private_key_pem.bytes(), None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        leaf, *chain = (x509.load_pem_x509_certificate(blob.bytes()) for blob in self.server.cert_chain_pems)
+        encryption = serialization.BestAvailableEncryption(password.encode())
+        return self._write("server.p12", pkcs12.serialize_key_and_certificates(b"server", key, leaf, chain, encryption))
 
     def https_props(self, **extra: Any) -> dict[str, Any]:
         """Worker keys of an https listener on a free loopback port with these certificates."""

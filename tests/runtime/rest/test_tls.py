@@ -4,6 +4,7 @@ the start-up errors naming the key of a missing or bad file."""
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,23 @@ def test_an_https_listener_serves_the_api_to_clients_trusting_its_ca(certificate
         assert response.json() == []
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             httpx.get(f"{server.url}/connectors")  # the system's CAs do not know the test CA
+
+
+def test_a_pkcs12_keystore_serves_as_the_certificate_and_key(certificates: Certificates) -> None:
+    props = certificates.https_props(listeners_https_ssl_keystore_password="changeit")
+    del props["listeners.https.ssl.certificate.location"], props["listeners.https.ssl.key.location"]
+    props["listeners.https.ssl.keystore.location"] = certificates.keystore("changeit")
+    with serving(**props) as server:
+        assert httpx.get(f"{server.url}/connectors", verify=certificates.client_context()).json() == []
+    with pytest.raises(ConfigError, match=r"wrong listeners\.https\.ssl\.keystore\.password") as error:
+        rest_server(**{**props, "listeners.https.ssl.keystore.password": "wrong"})
+    assert error.value.key == "listeners.https.ssl.keystore.location"
+
+
+def test_the_listener_speaks_tls_1_2_or_later(certificates: Certificates) -> None:
+    server = rest_server(**certificates.https_props())
+    assert server.security.tls is not None
+    assert server.security.tls.context().minimum_version == ssl.TLSVersion.TLSv1_2
 
 
 def test_plain_http_to_an_https_listener_is_refused(certificates: Certificates) -> None:
@@ -74,16 +92,21 @@ def test_required_client_certificates_count_as_authentication(
     ("change", "key", "words"),
     [
         ({"listeners.https.ssl.certificate.location": None}, "certificate.location", "needs a certificate"),
+        (
+            {"listeners.https.ssl.certificate.location": None, "listeners.https.ssl.keystore.location": "CA"},
+            "keystore.location",
+            "Not a PKCS12 keystore",
+        ),
         ({"listeners.https.ssl.certificate.location": "/nonexistent.pem"}, "certificate.location", "Cannot read"),
         ({"listeners.https.ssl.key.location": "/nonexistent.key"}, "key.location", "Cannot read"),
         ({"listeners.https.ssl.key.location": "CA"}, "key.location", "Not a PEM"),
-        ({"listeners.https.ssl.client.auth": "required"}, "truststore.location", "need the CAs"),
+        ({"listeners.https.ssl.client.auth": "required"}, "truststore.location", "need CAs"),
         (
             {"listeners.https.ssl.client.auth": "requested", "listeners.https.ssl.truststore.location": "/none.pem"},
             "truststore.location",
             "Cannot read",
         ),
-        ({"listeners.https.ssl.keystore.location": "/etc/connect.jks"}, "keystore.location", "give PEM files"),
+        ({"listeners.https.ssl.keystore.location": "/etc/connect.jks"}, "keystore.location", "Give a keystore or"),
         ({"listeners.https.ssl.client.auth": "sometimes"}, "client.auth", "none"),
     ],
 )
