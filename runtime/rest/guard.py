@@ -38,15 +38,12 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-        if self.authenticator is not None and scope["path"] not in self.unauthenticated_paths:
-            principal = self.authenticator.authenticate(scope["method"], scope["path"], headers)
-            if principal is None:
-                # debug, as Kafka Connect logs it: a mistyped password must not fill the log
-                log.debug("REST request %s %s refused: not authenticated", scope["method"], scope["path"])
-                challenge = [(b"www-authenticate", self.authenticator.challenge().encode("latin-1"))]
-                await _error(scope, send, 401, "User cannot access the resource.", challenge)
-                return
-            scope = {**scope, "user": principal}
+        if self.authenticator is not None and self._refuses(self.authenticator, scope, headers):
+            # debug, as Kafka Connect logs it: a mistyped password must not fill the log
+            log.debug("REST request %s %s refused: not authenticated", scope["method"], scope["path"])
+            challenge = [(b"www-authenticate", self.authenticator.challenge().encode("latin-1"))]
+            await _error(scope, send, 401, "User cannot access the resource.", challenge)
+            return
         length = headers.get("content-length")
         if length is not None and length.isdecimal() and int(length) > self.max_body_bytes:
             await _error(scope, send, 413, self._too_large())
@@ -58,6 +55,11 @@ class RequestGuard:
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    def _refuses(self, authenticator: Authenticator, scope: Scope, headers: dict[str, str]) -> bool:
+        if scope["path"] in self.unauthenticated_paths:
+            return False
+        return authenticator.authenticate(scope["method"], scope["path"], headers) is None
 
     def _too_large(self) -> str:
         return f"Request body larger than rest.request.body.max.bytes ({self.max_body_bytes})"
