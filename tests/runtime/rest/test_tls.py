@@ -4,7 +4,6 @@ the start-up errors naming the key of a missing or bad file."""
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,12 +41,6 @@ def test_a_pkcs12_keystore_serves_as_the_certificate_and_key(certificates: Certi
     with pytest.raises(ConfigError, match=r"wrong listeners\.https\.ssl\.keystore\.password") as error:
         rest_server(**{**props, "listeners.https.ssl.keystore.password": "wrong"})
     assert error.value.key == "listeners.https.ssl.keystore.location"
-
-
-def test_the_listener_speaks_tls_1_2_or_later(certificates: Certificates) -> None:
-    server = rest_server(**certificates.https_props())
-    assert server.security.tls is not None
-    assert server.security.tls.context().minimum_version == ssl.TLSVersion.TLSv1_2
 
 
 def test_plain_http_to_an_https_listener_is_refused(certificates: Certificates) -> None:
