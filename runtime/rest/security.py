@@ -12,6 +12,7 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from headwater.runtime.config import is_https
+from headwater.runtime.listener_config import LISTENER_CONFIG
 from headwater.runtime.rest.auth import Authenticator, configured_authenticator
 from headwater.runtime.rest.guard import RequestGuard
 from headwater.runtime.rest.tls import TlsSettings
@@ -25,7 +26,7 @@ class RestSecurity:
 
     tls: TlsSettings | None = None
     authenticator: Authenticator | None = None
-    max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes: int = LISTENER_CONFIG.keys["rest.request.body.max.bytes"].default
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> RestSecurity:
