@@ -18,7 +18,8 @@ from headwater.runtime.listener_config import BASIC_AUTH_EXTENSION
 from headwater.runtime.rest import RestServer
 from headwater.runtime.rest.auth import JAAS_ENV
 from headwater.sdk.errors import ConfigError
-from support.secure_server import rest_server, serving
+from support.process import WorkerProcess
+from support.secure_server import Certificates, rest_server, serving
 
 CREDENTIALS = "# Kafka Connect's PropertyFileLoginModule format\nadmin: s3cret\nops=p\\u00e4ss word\n"
 
@@ -141,3 +142,24 @@ def test_an_installed_authenticator_decides(monkeypatch: pytest.MonkeyPatch) -> 
         refused = send(server, "GET", "/connectors")
         assert (refused.status_code, refused.headers["www-authenticate"]) == (401, "Bearer")
         assert send(server, "GET", "/connectors", {"Authorization": "Bearer t0ken"}).status_code == 200
+
+
+@pytest.mark.kafka
+def test_the_standalone_command_serves_https_with_basic_auth(
+    kafka_bootstrap: str, tmp_path: Path, credentials: str
+) -> None:
+    certificates = Certificates(tmp_path)
+    props = {
+        "bootstrap.servers": kafka_bootstrap,
+        **certificates.https_props(rest_auth_basic_credentials_file=credentials),
+    }
+    with WorkerProcess(tmp_path, props, {}) as worker:
+        worker.start()
+        found = re.search(
+            r"REST API listening on (https://127\.0\.0\.1:\d+)", worker.wait_for_log("REST API listening")
+        )
+        assert found, worker.log_tail()
+        with httpx.Client(base_url=found.group(1), verify=certificates.client_context(), timeout=10) as client:
+            assert client.get("/connectors").status_code == 401
+            assert client.get("/connectors", headers=basic("admin", "s3cret")).json() == []
+        assert worker.terminate() == 0
