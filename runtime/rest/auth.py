@@ -37,7 +37,8 @@ class Authenticator(Protocol):
 
 
 class BasicAuthenticator:
-    """HTTP basic authentication against ``credentials`` (user name -> password), compared in constant time."""
+    """HTTP basic authentication against ``credentials`` (user name -> password); passwords are compared with
+    ``hmac.compare_digest``."""
 
     def __init__(self, credentials: Mapping[str, str], realm: str = REALM) -> None:
         self.credentials = {user.encode(): password.encode() for user, password in credentials.items()}
@@ -64,7 +65,7 @@ class BasicAuthenticator:
         except (binascii.Error, ValueError):
             return None
         expected = self.credentials.get(user)
-        # compare against something of the same shape when the user is unknown, so that timing tells nothing
+        # an unknown user costs a comparison too, so that the answer's timing says little about who exists
         matched = hmac.compare_digest(password, expected if expected is not None else password + b"\0")
         return user.decode("utf-8", "replace") if colon and expected is not None and matched else None
 
