@@ -16,6 +16,7 @@ from headwater.runtime.listener_config import LISTENER_CONFIG
 from headwater.runtime.rest.auth import Authenticator, configured_authenticator
 from headwater.runtime.rest.guard import RequestGuard
 from headwater.runtime.rest.tls import TlsSettings
+from headwater.sdk.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,23 @@ class RestSecurity:
     def from_config(cls, config: Mapping[str, Any]) -> RestSecurity:
         """The protections a parsed worker config asks for; ConfigError naming the key of a missing, unreadable or
         invalid file."""
-        tls = TlsSettings.from_config(config) if is_https(config["listeners"][0]) else None
+        listener = config["listeners"][0]
+        if is_https(listener):
+            tls = TlsSettings.from_config(config)
+        else:
+            tls = None
+            unused = [
+                key.name
+                for key in LISTENER_CONFIG
+                if key.name.startswith("listeners.https.") and config.get(key.name) not in (None, "", key.default)
+            ]
+            if unused:
+                raise ConfigError(
+                    unused[0],
+                    "[hidden]" if "password" in unused[0] else config[unused[0]],
+                    f"TLS settings are given but the listener {listener} is not https://; use an https:// listener "
+                    f"or remove {', '.join(unused)}",
+                )
         return cls(tls, configured_authenticator(config), int(config["rest.request.body.max.bytes"]))
 
     @property

@@ -137,3 +137,14 @@ def test_worker_commands_refuse_a_bad_certificate_before_waiting_for_kafka(
     error = capsys.readouterr().err
     assert f"{worker}:7: listeners.https.ssl.certificate.location" in error
     assert "Cannot read the file" in error
+
+
+def test_tls_settings_on_a_plain_http_listener_are_refused_not_ignored() -> None:
+    from headwater.runtime.config import WORKER_CONFIG
+    from headwater.runtime.rest.security import RestSecurity
+
+    config = WORKER_CONFIG.parse(
+        {"listeners": "http://127.0.0.1:0", "listeners.https.ssl.client.auth": "required", "bootstrap.servers": "x:1"}
+    )
+    with pytest.raises(ConfigError, match=r"listeners.https.ssl.client.auth.*not https://"):
+        RestSecurity.from_config(config)
