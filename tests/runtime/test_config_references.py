@@ -137,3 +137,19 @@ def test_validate_and_create_take_a_reference_in_a_typed_key(herder: StandaloneH
     assert values["port"] == props["port"]
     assert herder.put_connector_config("c", props)
     assert validate_connector_config({**props, "port": "x"}, herder.worker.config)["error_count"] == 1
+
+
+def test_a_task_of_a_connector_running_elsewhere_resolves_both_configs(secrets: Path) -> None:
+    """A distributed worker starts tasks of connectors other workers run, from the stored (unresolved) configs."""
+    seen: list[tuple[str, int | None, State, str | None]] = []
+    worker = Worker(PROVIDERS, MemoryTransport(MemoryBroker()), MemoryOffsetStore(), threaded=False)
+    worker.listener = lambda *change: seen.append(change)
+    task_config = {**config(secrets), "name": "r", "task.number": "0"}
+    assert worker.start_task(TaskId("r", 0), task_config, connector_config=config(secrets)) is not None
+    assert STARTED["r", 0]["password"] == SECRET
+    broken = config(secrets, **{"heartbeat.interval.ms": "${env:HW_TEST_MISSING}"})
+    assert worker.start_task(TaskId("r", 1), {**task_config, "task.number": "1"}, connector_config=broken) is None
+    (_, task, failed, trace) = seen[-1]
+    assert (task, failed) == (1, State.FAILED)
+    assert trace is not None and "configuration heartbeat.interval.ms: cannot resolve ${env:HW_TEST_MISSING}" in trace
+    worker.stop()
