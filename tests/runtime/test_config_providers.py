@@ -16,7 +16,9 @@ from headwater.runtime.config_providers import (
     load_providers,
 )
 from headwater.runtime.config_transformer import ConfigTransformer, resolve_worker_file
+from headwater.runtime.distributed.command import DistributedWorker
 from headwater.runtime.properties import PropertiesError, parse_properties
+from headwater.runtime.standalone import StandaloneWorker
 from headwater.sdk import ConfigError, ConnectError
 from headwater.sdk.providers import ConfigProvider
 from support.secret_source import MemoryConfigProvider
@@ -212,3 +214,18 @@ def test_an_unresolvable_worker_file_value_names_the_file_line_and_key(secrets: 
     text = f"config.providers=file\nconfig.providers.file.class=file\nsasl.password=${{file:{secrets}/x:password}}\n"
     with pytest.raises(PropertiesError, match=r"^worker.properties:3: sasl.password: invalid value '\$\{file:"):
         resolve_worker_file(parse_properties(text, "worker.properties"))
+
+
+@pytest.mark.parametrize("command", ["standalone", "distributed"])
+def test_both_worker_commands_read_their_file_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setenv("HW_TEST_BOOTSTRAP", "broker-a:9092")
+    path = tmp_path / "worker.properties"
+    lines = ["config.providers=env", "config.providers.env.class=env", "bootstrap.servers=${env:HW_TEST_BOOTSTRAP}"]
+    if command == "distributed":
+        lines += ["group.id=g", *(f"{kind}.storage.topic={kind}s" for kind in ("config", "offset", "status"))]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    worker = StandaloneWorker.from_paths(path, []) if command == "standalone" else DistributedWorker.from_path(path)
+    assert worker.bootstrap_servers == "broker-a:9092"
+    assert worker.worker.config["bootstrap.servers"] == "broker-a:9092"
