@@ -93,10 +93,11 @@ def restore_references(task_config: Mapping[str, str], found: Mapping[str, str])
 def resolve_worker_file(file: ConfigFile) -> ConfigFile:
     """The worker config file with the references in its values resolved by the providers it configures itself,
     as Kafka Connect resolves its worker config; the ``config.providers`` keys stay as written. Raises
-    :class:`~headwater.runtime.properties.PropertiesError` naming the file, line, key and reference."""
+    :class:`~headwater.runtime.properties.PropertiesError` naming the file, line and key for a bad provider setting
+    or a reference that cannot be resolved."""
     own = {k: v for k, v in file.values.items() if k == "config.providers" or k.startswith(PREFIX)}
     rest = {k: v for k, v in file.values.items() if k not in own}
-    if not any(REFERENCE.search(value) for value in rest.values()):
+    if not own.get("config.providers") and not any(REFERENCE.search(value) for value in rest.values()):
         return file
     try:
         own_config = {

@@ -229,3 +229,9 @@ def test_both_worker_commands_read_their_file_resolved(
     worker = StandaloneWorker.from_paths(path, []) if command == "standalone" else DistributedWorker.from_path(path)
     assert worker.bootstrap_servers == "broker-a:9092"
     assert worker.worker.config["bootstrap.servers"] == "broker-a:9092"
+
+
+def test_a_bad_provider_setting_in_the_worker_file_names_the_file_and_line() -> None:
+    text = "config.providers=vault\nconfig.providers.vault.class=vault\n"
+    with pytest.raises(PropertiesError, match=r"^worker.properties:2: config.providers.vault.class: invalid value"):
+        resolve_worker_file(parse_properties(text, "worker.properties"))
