@@ -90,6 +90,22 @@ def restore_references(task_config: Mapping[str, str], found: Mapping[str, str])
     return {key: found.get(value, value) for key, value in task_config.items()}
 
 
+def hide_values(error: ConfigError, found: Mapping[str, str]) -> ConfigError:
+    """``error``, raised for a resolved config, with each resolved value of ``found`` (from :func:`references`)
+    shown as the reference text it came from: quoted, or bare when it is 4 characters or longer (a shorter one
+    would replace unrelated words of the message)."""
+
+    def hide(text: str) -> str:
+        for value, reference in sorted(found.items(), key=lambda item: -len(item[0])):
+            text = text.replace(repr(value), repr(reference))
+            text = text.replace(value, reference) if len(value) >= 4 else text
+        return text
+
+    hidden = ConfigError(error.key, found.get(str(error.value)), hide(error.reason))
+    hidden.args = (hide(str(error)),)
+    return hidden
+
+
 def resolve_worker_file(file: ConfigFile) -> ConfigFile:
     """The worker config file with the references in its values resolved by the providers it configures itself,
     as Kafka Connect resolves its worker config; the ``config.providers`` keys stay as written. Raises

@@ -20,7 +20,7 @@ from headwater.runtime.config import (
     WORKER_CONFIG,
     TaskSettings,
 )
-from headwater.runtime.config_transformer import ConfigTransformer, references, restore_references
+from headwater.runtime.config_transformer import ConfigTransformer, hide_values, references, restore_references
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
@@ -32,6 +32,7 @@ from headwater.sdk.config import ConfigDef
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import Clock, ConnectorContext
 from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.providers import has_reference
 from headwater.sdk.task import SinkTask, SourceTask
 
 log = logging.getLogger(__name__)
@@ -147,20 +148,24 @@ class Worker:
         keeps its state changes from the listener (an instance started only to be told it is deleted).
 
         The instance gets ``props`` with its ``${provider:path:key}`` references resolved; one that cannot be
-        resolved leaves the connector FAILED, its trace naming the key and the reference."""
+        resolved, or a resolved value that is not valid, leaves the connector FAILED, its trace naming the key and
+        the reference (not the value)."""
         listener = self.listener if report else None
+        found: dict[str, str] = {}
         try:
             resolved = self.config_transformer.transform({**props, "name": name})
+            found = references(props, resolved)
+            cls, parsed = self.validate(resolved)
         except ConfigError as error:
+            if not any(has_reference(value) for value in props.values()):
+                raise
             cls = resolve_connector_class(props.get("connector.class", ""))
             connector = WorkerConnector(name, cls(), {**props, "name": name}, listener=listener)
             self.connectors[name] = connector
-            connector.fail(error)
+            connector.fail(hide_values(error, found))
             return connector
-        cls, parsed = self.validate(resolved)
         instance = cls()
-        connector = WorkerConnector(name, instance, parsed, listener=listener)
-        connector.references = references(props, resolved)
+        connector = WorkerConnector(name, instance, parsed, listener=listener, references=found)
         self.connectors[name] = connector
         try:
             connector.hooks = plugin_manager(instance, self.plugins).hook
@@ -280,7 +285,10 @@ class Worker:
                 raise ConnectError(f"connector {id.connector} does not run on this worker and its config is unknown")
             # Kafka Connect's Worker.startTask does the same: a new, never started instance says the task class
             resolved = self.config_transformer.transform({**connector_config, "name": id.connector})
-            cls, parsed = self.validate(resolved)
+            try:
+                cls, parsed = self.validate(resolved)
+            except ConfigError as error:
+                raise hide_values(error, references(connector_config, resolved)) from None
             connector = WorkerConnector(id.connector, cls(), parsed)
         task_class = connector.instance.task_class()
         task = task_class()

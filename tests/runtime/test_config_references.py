@@ -31,6 +31,7 @@ def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "db.properties"
     path.write_text(f"password={SECRET}\nport=5432\n", encoding="utf-8")
     monkeypatch.setenv("HW_TEST_TOPIC", "orders")
+    monkeypatch.setenv("HW_TEST_NOT_A_PORT", f"{SECRET} is no port")
     return path
 
 
@@ -89,6 +90,8 @@ def test_no_rest_response_holds_a_provided_secret(herder: StandaloneHerder, rest
     wait_until(lambda: state(rest, "c")["connector"]["state"] == "RUNNING" and state(rest, "c")["tasks"], "running")
     bodies.append(rest.put("/connectors/d/config", json=config(secrets, port="${file:/missing:port}")).text)
     wait_until(lambda: state(rest, "d")["connector"]["state"] == "FAILED", "d failing")
+    bodies.append(rest.put("/connectors/e/config", json=config(secrets, port="${env:HW_TEST_NOT_A_PORT}")).text)
+    wait_until(lambda: state(rest, "e")["connector"]["state"] == "FAILED", "e failing")
     for path in [
         "/connectors",
         "/connectors?expand=status&expand=info",
@@ -98,6 +101,7 @@ def test_no_rest_response_holds_a_provided_secret(herder: StandaloneHerder, rest
         "/connectors/c/tasks",
         "/connectors/c/tasks/0/status",
         "/connectors/d/status",
+        "/connectors/e/status",
     ]:
         bodies.append(rest.get(path).text)
     bodies.append(rest.put(f"/connector-plugins/{CLASS}/config/validate", json={**config(secrets), "name": "c"}).text)
@@ -113,6 +117,15 @@ def test_an_unresolvable_reference_fails_the_connector_naming_key_and_reference(
     trace = wait_until(lambda: state(rest, "c")["connector"].get("trace"), "the connector failing")
     assert state(rest, "c")["connector"]["state"] == "FAILED" and state(rest, "c")["tasks"] == []
     assert f"for configuration password: cannot resolve {missing}: no key 'user'" in trace
+    assert SECRET not in trace
+
+
+def test_an_invalid_resolved_value_fails_the_connector_naming_key_and_reference(
+    rest: httpx.Client, secrets: Path
+) -> None:
+    rest.post("/connectors", json={"name": "c", "config": config(secrets, port="${env:HW_TEST_NOT_A_PORT}")})
+    trace = wait_until(lambda: state(rest, "c")["connector"].get("trace"), "the connector failing")
+    assert "Invalid value '${env:HW_TEST_NOT_A_PORT}' for configuration port: Expected value to be an integer" in trace
     assert SECRET not in trace
 
 
@@ -152,4 +165,10 @@ def test_a_task_of_a_connector_running_elsewhere_resolves_both_configs(secrets: 
     (_, task, failed, trace) = seen[-1]
     assert (task, failed) == (1, State.FAILED)
     assert trace is not None and "configuration heartbeat.interval.ms: cannot resolve ${env:HW_TEST_MISSING}" in trace
+    invalid = config(secrets, port="${env:HW_TEST_NOT_A_PORT}")
+    assert worker.start_task(TaskId("r", 2), {**task_config, "task.number": "2"}, connector_config=invalid) is None
+    (_, task, failed, trace) = seen[-1]
+    assert (task, failed) == (2, State.FAILED)
+    assert trace is not None and "Invalid value '${env:HW_TEST_NOT_A_PORT}' for configuration port" in trace
+    assert SECRET not in trace
     worker.stop()
