@@ -171,6 +171,21 @@ WORKER_CONFIG = (
         "say) are refused whatever this says.",
         one_of("warn", "error"),
     )
+    .define(
+        "config.providers",
+        Type.LIST,
+        "",
+        Importance.LOW,
+        "Names of the config providers that resolve ${name:path:key} references in connector configs (and in this "
+        "file) when a connector or task starts; each is set up by config.providers.NAME.class and "
+        "config.providers.NAME.param.* keys. See docs/security.md.",
+    )
+    .define_prefix(
+        "config.providers.",
+        "config.providers.NAME.class names a provider's class: file, env, directory, a Kafka provider class name, "
+        "an entry point of the headwater.config_providers group or an import path; config.providers.NAME.param.KEY "
+        "sets one of its parameters (allowed.paths for file and directory, allowlist.pattern for env).",
+    )
 ).merge(LISTENER_CONFIG)
 
 ERROR_GROUP = "Error Handling"

@@ -26,6 +26,7 @@ from confluent_kafka import KafkaException
 
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
+from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import resolve_connector_class
@@ -102,6 +103,7 @@ class StandaloneWorker:
         connector_files: Sequence[ConfigFile],
         status_store: StatusStore | None = None,
     ) -> None:
+        worker_file = resolve_worker_file(worker_file)
         self.worker_file = worker_file
         self.config = worker_file.parse(STANDALONE_CONFIG)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])

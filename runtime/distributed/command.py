@@ -19,6 +19,7 @@ from confluent_kafka import KafkaException
 
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import parse_listener
+from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG, slots_prefix
 from headwater.runtime.herder.distributed import DistributedHerder
@@ -50,6 +51,7 @@ class DistributedWorker:
     :meth:`run` does the rest."""
 
     def __init__(self, worker_file: ConfigFile) -> None:
+        worker_file = resolve_worker_file(worker_file)
         self.worker_file = worker_file
         self.config = worker_file.parse(DISTRIBUTED_CONFIG)
         try:
