@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -129,16 +130,29 @@ def resolve_connector_class(spec: str | type[Connector], key: str = "connector.c
         if spec in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
             return cls
     module_name, _, attr = spec.partition(":") if ":" in spec else spec.rpartition(".")
-    if module_name and attr:
+    if _is_import_path(module_name, attr):
         try:
             loaded = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as error:
-            raise ConfigError(key, spec, f"Cannot load connector class: {error}") from None
-        if isinstance(loaded, type) and issubclass(loaded, Connector):
-            return loaded
-        raise ConfigError(key, spec, "Class is not a Connector")
+        except Exception as error:  # whatever a module raises on import is the config's fault here, not the worker's
+            raise ConfigError(key, spec, f"Cannot load connector class: {type(error).__name__}: {error}") from None
+        if not (isinstance(loaded, type) and issubclass(loaded, Connector)):
+            raise ConfigError(key, spec, "Class is not a Connector")
+        if inspect.isabstract(loaded):
+            raise ConfigError(key, spec, "Class is abstract: it does not implement every method a connector must")
+        return loaded
     known = ", ".join(sorted(installed)) or "none installed"
     raise ConfigError(key, spec, f"Unknown connector; installed connectors: {known}")
+
+
+MAX_IMPORT_PATH = 1000
+"""The longest import path ``connector.class`` may give (Python's own limits are far longer; a real path is short)."""
+
+
+def _is_import_path(module_name: str, attr: str) -> bool:
+    """Whether ``module_name`` and ``attr`` make an absolute import path (``a.b:C``; not ``..x``, ``a..b``, ``x:``)."""
+    if not module_name or not attr or len(module_name) + len(attr) > MAX_IMPORT_PATH:
+        return False
+    return all(part.isidentifier() for part in module_name.split(".")) and attr.isidentifier()
 
 
 def connector_type(spec: str | type[Connector] | None) -> str:

@@ -23,6 +23,7 @@ from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import UNKNOWN_KEYS, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.plugins import resolve_connector_class
+from headwater.runtime.secrets import HIDDEN, hide, scrub, secret_values
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef, ConfigKey, Type
 from headwater.sdk.connector import Connector, SinkConnector
@@ -33,7 +34,6 @@ ConfigInfos = dict[str, Any]
 
 NULL_VALUE = "Null value can not be supplied as the configuration value."
 DEFAULT_WORKER_CONFIG = WORKER_CONFIG.parse({})
-HIDDEN = "[hidden]"
 
 
 def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[str, Any] | None = None) -> ConfigInfos:
@@ -41,6 +41,7 @@ def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[s
     A missing or unknown ``connector.class`` is an error on that key, reported against the runtime's common keys
     only. ``worker_config`` is the worker's parsed config (its defaults when ``None``)."""
     definition, errors, _ = _errors(props, worker_config)
+    props = hide(props)
     configs = [_config_info(key, props, errors.get(key.name, [])) for key in definition]
     undefined = [name for name in errors if name not in definition.keys]
     configs += [_undefined_info(name, props, errors[name]) for name in undefined]
@@ -75,13 +76,13 @@ def _errors(
     spec = props.get("connector.class")
     if not spec:
         errors = CONNECTOR_CONFIG.errors(props)
-        return CONNECTOR_CONFIG, _with_refusals(errors, props, None), {}
+        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
     try:
         cls = resolve_connector_class(spec)
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
-        return CONNECTOR_CONFIG, _with_refusals(errors, props, None), {}
+        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
     probe = cls()
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
     definition = connector_config_def(probe)
@@ -98,7 +99,13 @@ def _errors(
     unknown = unknown_keys(props, probe, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
-    return definition, _with_refusals(errors, props, kind), unknown
+    return definition, _scrubbed(_with_refusals(errors, props, kind), props), unknown
+
+
+def _scrubbed(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The error messages with the config's secret values hidden (a ``ConfigError`` quotes the bad value)."""
+    values = secret_values([props])
+    return {key: [scrub(message, values) for message in found] for key, found in errors.items()}
 
 
 def _with_refusals(errors: dict[str, list[str]], props: Mapping[str, Any], kind: str | None) -> dict[str, list[str]]:

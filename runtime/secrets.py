@@ -1,0 +1,177 @@
+"""Which connector config keys are secret, and hiding their values: the one home of that rule, used by the REST
+API, config validation, status traces and logs.
+
+A key is secret when the connector's full definition (the runtime's keys plus its own) gives it the type
+``PASSWORD``, or when its name is one of the Kafka clients' well-known secret settings (Java client and librdkafka
+names), with or without a prefix (``producer.override.sasl.jaas.config``, ``source.ssl.key.password``), or ends
+in ``.password``. Kafka Connect shows such a value as ``[hidden]``; so does Headwater, and a ``[hidden]`` sent
+back in a PUT or PATCH keeps the stored value (:func:`restore_hidden`).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Collection, Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from headwater.runtime.errors import BadRequestError
+from headwater.runtime.plugins import resolve_connector_class
+from headwater.runtime.worker import Worker, connector_config_def
+from headwater.sdk.config import Type
+from headwater.sdk.connector import Connector
+from headwater.sdk.errors import ConfigError
+
+HIDDEN = "[hidden]"
+"""What a secret value is shown as (Kafka's ``Password.toString``)."""
+
+SECRET_NAMES = (
+    "password",
+    "sasl.jaas.config",
+    "sasl.password",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.config",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl.key.pem",
+    "ssl.keystore.key",
+    "ssl_key",
+    "basic.auth.user.info",
+    "bearer.auth.token",
+    "secret.key",
+    "session.token",
+)
+"""Secret settings by name (last dotted parts), wherever they appear under a prefix: the Kafka Java clients',
+librdkafka's, the schema registry client's and Hadoop S3A's (``spark.hadoop.fs.s3a.secret.key``)."""
+
+MIN_SCRUBBED_LENGTH = 4
+"""Secret values shorter than this are not searched for in free text (traces, log lines): replacing every ``a`` in
+a trace would make it unreadable, and a value that short protects nothing."""
+
+
+def is_secret(key: str, password_keys: Collection[str] = ()) -> bool:
+    """Whether ``key`` is secret: one of ``password_keys`` (the ``PASSWORD`` keys of the connector's definition)
+    or a well-known secret name, under any prefix."""
+    if key in password_keys:
+        return True
+    lowered = key.lower()
+    return any(lowered == name or lowered.endswith(("." + name, "_" + name)) for name in SECRET_NAMES)
+
+
+@lru_cache(maxsize=256)
+def _password_keys_of(cls: type[Connector]) -> frozenset[str]:
+    return frozenset(key.name for key in connector_config_def(cls()) if key.type is Type.PASSWORD)
+
+
+def password_keys(config: Mapping[str, Any]) -> frozenset[str]:
+    """The ``PASSWORD`` keys of the full definition of the connector ``config`` names; none when its class cannot
+    be found (only the well-known names are secret then)."""
+    spec = config.get("connector.class")
+    if not spec:
+        return frozenset()
+    try:
+        return _password_keys_of(resolve_connector_class(spec))
+    except Exception:  # a class that cannot be made: nothing more than the well-known names to go by
+        return frozenset()
+
+
+def hide(config: Mapping[str, Any], keys: Collection[str] | None = None) -> dict[str, Any]:
+    """``config`` with every secret value (not ``None``) shown as ``[hidden]``; ``keys`` are the connector's
+    ``PASSWORD`` keys (found from ``config`` itself when ``None``; pass the connector's for its task configs)."""
+    keys = password_keys(config) if keys is None else keys
+    return {k: HIDDEN if v is not None and is_secret(k, keys) else v for k, v in config.items()}
+
+
+def secret_values(configs: Iterable[Mapping[str, Any]], keys: Collection[str] | None = None) -> set[str]:
+    """The secret values of ``configs`` long enough to be searched for in free text."""
+    found: set[str] = set()
+    for config in configs:
+        own = password_keys(config) if keys is None else keys
+        found.update(str(v) for k, v in config.items() if v is not None and is_secret(k, own))
+    return {value for value in found if len(value) >= MIN_SCRUBBED_LENGTH and value != HIDDEN}
+
+
+def scrub(text: str, values: Iterable[str]) -> str:
+    """``text`` with every one of ``values`` replaced by ``[hidden]``, longest first."""
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, HIDDEN)
+    return text
+
+
+def scrub_error(error: ConfigError, config: Mapping[str, Any]) -> ConfigError:
+    """``error`` again with ``config``'s secret values hidden in its message (the same error when none shows)."""
+    values = secret_values([config])
+    message = scrub(str(error), values)
+    if message == str(error):
+        return error
+    hidden = type(error).__new__(type(error))
+    hidden.__dict__.update(error.__dict__)
+    hidden.value = HIDDEN if str(error.value) in values else error.value
+    errors = getattr(error, "errors", None)
+    if isinstance(errors, dict):  # InvalidConfigError's messages by key
+        hidden.__dict__["errors"] = {key: [scrub(m, values) for m in found] for key, found in errors.items()}
+    hidden.args = (message,)
+    return hidden
+
+
+def restore_hidden(name: str, props: Mapping[str, Any], stored: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``props`` with each secret key sent as ``[hidden]`` given its ``stored`` value back, so that a config read
+    from the REST API can be written back as it is; a ``[hidden]`` with no stored value to keep is refused."""
+    keys = password_keys(props) | password_keys(stored or {})
+    restored = dict(props)
+    for key, value in props.items():
+        if value == HIDDEN and is_secret(key, keys):
+            if stored is None or stored.get(key) is None:
+                raise BadRequestError(
+                    f"Connector {name}: {key} is {HIDDEN}, which keeps a stored value, but no value is stored for it"
+                )
+            restored[key] = stored[key]
+    return restored
+
+
+class SecretFilter(logging.Filter):
+    """Hides, in every log record it sees, the secret values of the connectors the watched workers run (their
+    configs and their tasks' configs), in the message and in the formatted exception."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.workers: weakref.WeakSet[Worker] = weakref.WeakSet()
+
+    def values(self) -> set[str]:
+        found: set[str] = set()
+        for worker in list(self.workers):
+            connectors = dict(worker.connectors)
+            for connector in connectors.values():
+                found |= secret_values([connector.config])
+            for task in list(worker.tasks.values()):
+                owner = connectors.get(task.id.connector)
+                found |= secret_values([task.config], password_keys(owner.config) if owner else ())
+        return found
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        values = self.values()
+        if not values:
+            return True
+        message = record.getMessage()
+        scrubbed = scrub(message, values)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text, values)
+        return True
+
+
+LOG_FILTER = SecretFilter()
+
+
+def watch(worker: Worker) -> None:
+    """Hide ``worker``'s connectors' secret values in the log records of every ``headwater`` logger."""
+    LOG_FILTER.workers.add(worker)
+    loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("headwater")]
+    for logger in [logging.getLogger("headwater"), *loggers]:
+        if LOG_FILTER not in logger.filters:
+            logger.addFilter(LOG_FILTER)

@@ -1,0 +1,209 @@
+"""Input that cannot hurt the worker, and secrets that never echo (issue 21), through the REST API of a standalone
+herder over the in-memory transport: secret values are ``[hidden]`` in every response, status trace and log line;
+a ``[hidden]`` sent back keeps the stored value; bad connector names and connector classes are 400s."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.rest import RestServer, create_app
+from headwater.runtime.secrets import HIDDEN, is_secret
+from headwater.runtime.storage.offsets import MemoryOffsetStore
+from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
+from headwater.runtime.worker import Worker
+from support.rest_worker import wait_until
+
+SECRET = "hunter2-s3cr3t"
+JAAS = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET}-jaas";'
+CONFIG = {
+    "connector.class": "support.secret_source:SecretSource",
+    "database.user": "app",
+    "database.password": SECRET,
+    "source.sasl.jaas.config": JAAS,
+    "source.ssl.key.password": f"{SECRET}-key",
+}
+SECRET_KEYS = ["database.password", "source.sasl.jaas.config", "source.ssl.key.password"]
+
+
+@pytest.fixture
+def herder() -> Iterator[StandaloneHerder]:
+    herder = StandaloneHerder(Worker({}, MemoryTransport(MemoryBroker()), MemoryOffsetStore()))
+    yield herder
+    herder.stop()
+
+
+@pytest.fixture
+def http(herder: StandaloneHerder) -> Iterator[httpx.Client]:
+    server = RestServer(create_app(herder), "127.0.0.1", 0)
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+    server.stop()
+
+
+def every_get(http: httpx.Client, name: str) -> dict[str, str]:
+    """The body of every GET endpoint that shows something of connector ``name``, by path."""
+    paths = [
+        "/connectors",
+        "/connectors?expand=info&expand=status",
+        f"/connectors/{name}",
+        f"/connectors/{name}/config",
+        f"/connectors/{name}/status",
+        f"/connectors/{name}/tasks",
+        f"/connectors/{name}/tasks/0/status",
+        f"/connectors/{name}/topics",
+        f"/connectors/{name}/offsets",
+        "/connector-plugins",
+    ]
+    return {path: http.get(path).text for path in paths}
+
+
+@pytest.mark.parametrize("fail_in", ["", "start", "poll"])
+def test_a_secret_never_shows(http: httpx.Client, herder: StandaloneHerder, caplog: Any, fail_in: str) -> None:
+    caplog.set_level(logging.DEBUG, logger="headwater")
+    created = http.post("/connectors", json={"name": "c", "config": {**CONFIG, "fail.in": fail_in}})
+    assert created.status_code == 201, created.text
+    if fail_in == "poll":
+        herder.worker.step()
+    if fail_in:
+        failed = "connector" if fail_in == "start" else "task"
+        wait_until(lambda: "FAILED" in http.get("/connectors/c/status").text, f"the {failed} failing")
+        assert "cannot connect" in http.get("/connectors/c/status").text or fail_in == "poll"
+    bodies = {"POST /connectors": created.text, **every_get(http, "c")}
+    validated = http.put("/connector-plugins/support.secret_source:SecretSource/config/validate", json=CONFIG)
+    bodies["validate"] = validated.text
+    bodies["PUT"] = http.put("/connectors/c/config", json={**CONFIG, "fail.in": fail_in}).text
+    bodies["PATCH"] = http.patch("/connectors/c/config", json={"database.user": "other"}).text
+    for where, body in bodies.items():
+        assert SECRET not in body, where
+    assert all(http.get("/connectors/c/config").json()[key] == HIDDEN for key in SECRET_KEYS)
+    tasks = http.get("/connectors/c/tasks").json()
+    assert all(task["config"][key] == HIDDEN for task in tasks for key in SECRET_KEYS)
+    assert len(tasks) == (0 if fail_in == "start" else 1)
+    shown = {info["value"]["name"]: info["value"]["value"] for info in validated.json()["configs"]}
+    assert shown["database.password"] == HIDDEN
+    assert SECRET not in caplog.text
+    assert herder.connector_config("c")["database.password"] == SECRET  # hidden from view, not lost
+
+
+def test_a_config_error_for_a_secret_does_not_quote_it(http: httpx.Client, caplog: Any) -> None:
+    refused = http.post("/connectors", json={"name": "c", "config": {**CONFIG, "fail.in": "validate"}})
+    assert refused.status_code == 400
+    assert "database.password" in refused.text and "refused" in refused.text
+    assert SECRET not in refused.text
+    validated = http.put(
+        "/connector-plugins/support.secret_source:SecretSource/config/validate", json={**CONFIG, "fail.in": "validate"}
+    )
+    errors = {info["value"]["name"]: info["value"]["errors"] for info in validated.json()["configs"]}
+    unknown = {**CONFIG, "other.sasl.password": SECRET}  # no definition: shown with its error, value hidden
+    shown = http.put("/connector-plugins/support.secret_source:SecretSource/config/validate", json=unknown).json()
+    assert [info["value"]["value"] for info in shown["configs"] if info["value"]["name"] == "other.sasl.password"] == [
+        HIDDEN
+    ]
+    assert errors["database.password"] == [
+        f"Invalid value '{HIDDEN}' for configuration database.password: the database refused it"
+    ]
+    assert SECRET not in validated.text and SECRET not in caplog.text
+
+
+def test_hidden_sent_back_keeps_the_stored_value(http: httpx.Client, herder: StandaloneHerder) -> None:
+    assert http.put("/connectors/c/config", json=CONFIG).status_code == 201
+    read = http.get("/connectors/c/config").json()
+    assert http.put("/connectors/c/config", json={**read, "database.user": "b"}).status_code == 200
+    assert http.patch("/connectors/c/config", json={"database.password": HIDDEN}).status_code == 200
+    stored = herder.connector_config("c")
+    assert {key: stored[key] for key in SECRET_KEYS} == {key: CONFIG[key] for key in SECRET_KEYS}
+    assert stored["database.user"] == "b"
+    new = http.put("/connectors/d/config", json={**CONFIG, "database.password": HIDDEN})
+    assert new.status_code == 400 and "database.password" in new.json()["message"], new.text
+    missing = http.put("/connectors/c/config", json={**CONFIG, "source.sasl.password": HIDDEN})
+    assert missing.status_code == 400 and "source.sasl.password" in missing.json()["message"], missing.text
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sasl.jaas.config",
+        "producer.override.sasl.jaas.config",
+        "consumer.override.ssl.keystore.password",
+        "source.cluster.sasl.password",
+        "ssl.truststore.password",
+        "sasl.oauthbearer.client.secret",
+        "basic.auth.user.info",
+        "ssl.key.pem",
+        "ssl_key",
+        "spark.hadoop.fs.s3a.secret.key",
+        "db.password",
+    ],
+)
+def test_well_known_secret_names(key: str) -> None:
+    assert is_secret(key)
+
+
+@pytest.mark.parametrize("key", ["sasl.mechanism", "ssl.keystore.location", "database.user", "passwords.enabled"])
+def test_other_names_are_not_secret(key: str) -> None:
+    assert not is_secret(key)
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        ("a/b", "'/'"),
+        ("a\\b", "'\\'"),
+        ("a\nb", "U+000A"),
+        ("a\tb", "U+0009"),
+        ("a\x00b", "U+0000"),
+        ("x" * 242, "limit is 241"),
+    ],
+)
+def test_bad_connector_names_are_refused(http: httpx.Client, herder: StandaloneHerder, name: str, named: str) -> None:
+    config = {"connector.class": CONFIG["connector.class"]}
+    posted = http.post("/connectors", json={"name": name, "config": config})
+    assert posted.status_code == 400 and named in posted.json()["message"], posted.text
+    assert herder.connectors() == []
+
+
+def test_an_empty_name_is_refused(http: httpx.Client, herder: StandaloneHerder) -> None:
+    posted = http.post("/connectors", json={"name": "  ", "config": {"connector.class": CONFIG["connector.class"]}})
+    assert posted.status_code == 400 and "empty" in posted.json()["message"], posted.text
+    assert herder.connectors() == []
+
+
+def test_a_name_at_the_limit_is_taken(http: httpx.Client) -> None:
+    posted = http.post(
+        "/connectors", json={"name": "x" * 241, "config": {"connector.class": CONFIG["connector.class"]}}
+    )
+    assert posted.status_code == 201, posted.text
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "..x",
+        "a..b",
+        ":",
+        "x:",
+        ".",
+        "x" * 5000,
+        "a." * 3000 + "B",
+        "support.secret_source:nothing",
+        "headwater.sdk.connector:SourceConnector",
+        "headwater.sdk.records:SourceRecord",
+        "support.broken_import:Anything",
+    ],
+)
+def test_every_malformed_connector_class_is_a_400(http: httpx.Client, spec: str) -> None:
+    posted = http.post("/connectors", json={"name": "c", "config": {"connector.class": spec}})
+    assert posted.status_code == 400, posted.text
+    put = http.put("/connectors/c/config", json={"connector.class": spec})
+    assert put.status_code == 400, put.text
+    validated = http.put(
+        "/connector-plugins/support.secret_source:SecretSource/config/validate", json={"connector.class": spec}
+    )
+    assert validated.status_code in (200, 400), validated.text
