@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.properties import PropertiesError
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.secrets import HIDDEN, is_secret
+from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
@@ -207,3 +210,27 @@ def test_every_malformed_connector_class_is_a_400(http: httpx.Client, spec: str)
         "/connector-plugins/support.secret_source:SecretSource/config/validate", json={"connector.class": spec}
     )
     assert validated.status_code in (200, 400), validated.text
+
+
+@pytest.mark.parametrize(
+    ("connector", "message"),
+    [
+        (
+            "name=a/b\nconnector.class=sequence-source\ntopic=t\n",
+            "c.properties:1: name: Connector name 'a/b' contains '/'",
+        ),
+        (
+            f"name=c\nconnector.class={CONFIG['connector.class']}\ndatabase.password={SECRET}\nfail.in=validate\n",
+            f"c.properties:3: database.password: Invalid value '{HIDDEN}' for configuration database.password: the "
+            "database refused it",
+        ),
+    ],
+)
+def test_standalone_files_are_checked_the_same_way(tmp_path: Path, connector: str, message: str) -> None:
+    worker = tmp_path / "worker.properties"
+    worker.write_text("bootstrap.servers=127.0.0.1:1\n", encoding="utf-8")
+    (tmp_path / "c.properties").write_text(connector, encoding="utf-8")
+    with pytest.raises(PropertiesError) as raised:
+        StandaloneWorker.from_paths(worker, [tmp_path / "c.properties"])
+    assert str(raised.value).startswith(f"{tmp_path}/{message}")
+    assert SECRET not in str(raised.value)
