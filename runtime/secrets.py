@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from headwater.runtime.errors import BadRequestError
-from headwater.runtime.plugins import resolve_connector_class
+from headwater.runtime.plugins import loaded_connector_class
 from headwater.runtime.worker import Worker, connector_config_def
 from headwater.sdk.config import Type
 from headwater.sdk.connector import Connector
@@ -67,12 +67,14 @@ def _password_keys_of(cls: type[Connector]) -> frozenset[str]:
 
 def password_keys(config: Mapping[str, Any]) -> frozenset[str]:
     """The ``PASSWORD`` keys of the full definition of the connector ``config`` names; none when its class cannot
-    be found (only the well-known names are secret then)."""
+    be found without importing a module (only the well-known names are secret then): a config from a request is
+    shown only after its class was checked and loaded, under the worker's ``connector.class.allowed.modules``."""
     spec = config.get("connector.class")
-    if not spec:
+    cls = loaded_connector_class(str(spec)) if spec else None
+    if cls is None:
         return frozenset()
     try:
-        return _password_keys_of(resolve_connector_class(spec))
+        return _password_keys_of(cls)
     except Exception:  # a class that cannot be made: nothing more than the well-known names to go by
         return frozenset()
 

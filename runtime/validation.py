@@ -22,7 +22,7 @@ from typing import Any
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import UNKNOWN_KEYS, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
-from headwater.runtime.plugins import resolve_connector_class
+from headwater.runtime.plugins import ALLOWED_MODULES, resolve_connector_class
 from headwater.runtime.secrets import HIDDEN, hide, scrub, secret_values
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef, ConfigKey, Type
@@ -77,8 +77,9 @@ def _errors(
     if not spec:
         errors = CONNECTOR_CONFIG.errors(props)
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
+    allowed = (DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)[ALLOWED_MODULES]
     try:
-        cls = resolve_connector_class(spec)
+        cls = resolve_connector_class(spec, allowed_modules=allowed)
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]

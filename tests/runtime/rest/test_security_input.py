@@ -5,6 +5,7 @@ a ``[hidden]`` sent back keeps the stored value; bad connector names and connect
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.plugins import import_allowed
 from headwater.runtime.properties import PropertiesError
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.secrets import HIDDEN, is_secret
@@ -22,6 +24,7 @@ from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
 from support.rest_worker import wait_until
 
+ALLOWED = "connector.class.allowed.modules"
 SECRET = "hunter2-s3cr3t"
 JAAS = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET}-jaas";'
 CONFIG = {
@@ -36,7 +39,8 @@ SECRET_KEYS = ["database.password", "source.sasl.jaas.config", "source.ssl.key.p
 
 @pytest.fixture
 def herder() -> Iterator[StandaloneHerder]:
-    herder = StandaloneHerder(Worker({}, MemoryTransport(MemoryBroker()), MemoryOffsetStore()))
+    worker = Worker({ALLOWED: "support"}, MemoryTransport(MemoryBroker()), MemoryOffsetStore())
+    herder = StandaloneHerder(worker)
     yield herder
     herder.stop()
 
@@ -228,9 +232,50 @@ def test_every_malformed_connector_class_is_a_400(http: httpx.Client, spec: str)
 )
 def test_standalone_files_are_checked_the_same_way(tmp_path: Path, connector: str, message: str) -> None:
     worker = tmp_path / "worker.properties"
-    worker.write_text("bootstrap.servers=127.0.0.1:1\n", encoding="utf-8")
+    worker.write_text(f"bootstrap.servers=127.0.0.1:1\n{ALLOWED}=support\n", encoding="utf-8")
     (tmp_path / "c.properties").write_text(connector, encoding="utf-8")
     with pytest.raises(PropertiesError) as raised:
         StandaloneWorker.from_paths(worker, [tmp_path / "c.properties"])
     assert str(raised.value).startswith(f"{tmp_path}/{message}")
     assert SECRET not in str(raised.value)
+
+
+@pytest.fixture
+def default_http() -> Iterator[httpx.Client]:
+    """The REST API of a worker with the default connector.class.allowed.modules (none)."""
+    herder = StandaloneHerder(Worker({}, MemoryTransport(MemoryBroker()), MemoryOffsetStore()))
+    server = RestServer(create_app(herder), "127.0.0.1", 0)
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+    server.stop()
+    herder.stop()
+
+
+def test_by_default_a_request_imports_no_module(default_http: httpx.Client) -> None:
+    spec = "support.never_imported:NeverImported"
+    posted = default_http.post("/connectors", json={"name": "c", "config": {"connector.class": spec}})
+    assert posted.status_code == 400, posted.text
+    assert "add support.never_imported (or a package above it) there to allow it" in posted.json()["message"]
+    assert ALLOWED in posted.json()["message"]
+    validated = default_http.put(f"/connector-plugins/{spec}/config/validate", json={"connector.class": spec})
+    assert validated.json()["error_count"] >= 1, validated.text
+    assert default_http.get(f"/connector-plugins/{spec}/config").status_code == 404
+    assert "support.never_imported" not in sys.modules
+    installed = {"connector.class": "sequence-source", "topic": "t"}  # an installed connector needs no allowing
+    assert default_http.post("/connectors", json={"name": "s", "config": installed}).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("allowed", "module", "imported"),
+    [
+        ("support", "support.secret_source", True),
+        ("support.secret_source", "support.secret_source", True),
+        ("*", "anything.at.all", True),
+        ("support", "supportive.module", False),
+        ("support.secret", "support.secret_source", False),
+        ("", "support.secret_source", False),
+    ],
+)
+def test_allowed_modules_are_packages_or_modules(allowed: str, module: str, imported: bool) -> None:
+    assert import_allowed(module, [found for found in allowed.split(",") if found]) is imported
