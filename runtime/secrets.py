@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from headwater.runtime.errors import BadRequestError
-from headwater.runtime.plugins import loaded_connector_class
+from headwater.runtime.plugins import loaded_connector_class, resolve_connector_class
 from headwater.runtime.worker import Worker, connector_config_def
 from headwater.sdk.config import Type
 from headwater.sdk.connector import Connector
@@ -65,12 +65,16 @@ def _password_keys_of(cls: type[Connector]) -> frozenset[str]:
     return frozenset(key.name for key in connector_config_def(cls()) if key.type is Type.PASSWORD)
 
 
-def password_keys(config: Mapping[str, Any]) -> frozenset[str]:
+def password_keys(config: Mapping[str, Any], stored: bool = False) -> frozenset[str]:
     """The ``PASSWORD`` keys of the full definition of the connector ``config`` names; none when its class cannot
-    be found without importing a module (only the well-known names are secret then): a config from a request is
-    shown only after its class was checked and loaded, under the worker's ``connector.class.allowed.modules``."""
+    be found (only the well-known names are secret then). A ``stored`` config, one the worker accepted already, may
+    import its class's module; any other only finds a class installed or imported already (a request's config is
+    checked against the worker's ``connector.class.allowed.modules`` before its class is loaded)."""
     spec = config.get("connector.class")
-    cls = loaded_connector_class(str(spec)) if spec else None
+    try:
+        cls = (resolve_connector_class(spec) if stored else loaded_connector_class(str(spec))) if spec else None
+    except ConfigError:
+        return frozenset()
     if cls is None:
         return frozenset()
     try:
@@ -81,7 +85,7 @@ def password_keys(config: Mapping[str, Any]) -> frozenset[str]:
 
 def hide(config: Mapping[str, Any], keys: Collection[str] | None = None) -> dict[str, Any]:
     """``config`` with every secret value (not ``None``) shown as ``[hidden]``; ``keys`` are the connector's
-    ``PASSWORD`` keys (found from ``config`` itself when ``None``; pass the connector's for its task configs)."""
+    ``PASSWORD`` keys (found from ``config`` itself when ``None``: :func:`password_keys`)."""
     keys = password_keys(config) if keys is None else keys
     return {k: HIDDEN if v is not None and is_secret(k, keys) else v for k, v in config.items()}
 
@@ -121,7 +125,7 @@ def scrub_error(error: ConfigError, config: Mapping[str, Any]) -> ConfigError:
 def restore_hidden(name: str, props: Mapping[str, Any], stored: Mapping[str, Any] | None) -> dict[str, Any]:
     """``props`` with each secret key sent as ``[hidden]`` given its ``stored`` value back, so that a config read
     from the REST API can be written back as it is; a ``[hidden]`` with no stored value to keep is refused."""
-    keys = password_keys(props) | password_keys(stored or {})
+    keys = password_keys(props) | password_keys(stored or {}, stored=True)
     restored = dict(props)
     for key, value in props.items():
         if value == HIDDEN and is_secret(key, keys):
@@ -140,17 +144,29 @@ class SecretFilter(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self.workers: weakref.WeakSet[Worker] = weakref.WeakSet()
+        self._found: dict[int, tuple[Mapping[str, Any], set[str]]] = {}
 
     def values(self) -> set[str]:
         found: set[str] = set()
+        seen: set[int] = set()
         for worker in list(self.workers):
             connectors = dict(worker.connectors)
             for connector in connectors.values():
-                found |= secret_values([connector.config])
+                found |= self._values_of(connector.config, connector.config, seen)
             for task in list(worker.tasks.values()):
                 owner = connectors.get(task.id.connector)
-                found |= secret_values([task.config], password_keys(owner.config) if owner else ())
+                found |= self._values_of(task.config, owner.config if owner else {}, seen)
+        self._found = {key: cached for key, cached in self._found.items() if key in seen}
         return found
+
+    def _values_of(self, config: Mapping[str, Any], connector: Mapping[str, Any], seen: set[int]) -> set[str]:
+        """The secret values of a running connector's or task's ``config`` (``connector``, its connector's, says its
+        ``PASSWORD`` keys), found once per config: they do not change while it runs."""
+        seen.add(id(config))
+        cached = self._found.get(id(config))
+        if cached is None or cached[0] is not config:
+            cached = self._found[id(config)] = (config, secret_values([config], password_keys(connector)))
+        return cached[1]
 
     def filter(self, record: logging.LogRecord) -> bool:
         values = self.values()

@@ -15,6 +15,7 @@ interleaves with another request on the same worker. Methods naming a connector 
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,7 @@ from headwater.runtime.connector_offsets import ConnectorOffsets, Offset
 from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFoundError
 from headwater.runtime.herder.lifecycle import put_status
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
-from headwater.runtime.plugins import connector_type
+from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, resolve_connector_class
 from headwater.runtime.secrets import password_keys, restore_hidden, scrub, scrub_error, secret_values, watch
 from headwater.runtime.storage.configs import TargetState
 from headwater.runtime.storage.offsets import OffsetStore
@@ -87,6 +88,11 @@ class Herder(abc.ABC):
         worker.listener = record
         watch(worker)
 
+    @property
+    def allowed_modules(self) -> list[str]:
+        """The worker's ``connector.class.allowed.modules``."""
+        return list(self.worker.config[ALLOWED_MODULES])
+
     # ---- configs -------------------------------------------------------------------------------------------
 
     def put_connector_config(
@@ -98,6 +104,9 @@ class Herder(abc.ABC):
         A name that cannot be a connector's (:func:`check_connector_name`) is refused; a secret key sent as
         ``[hidden]`` keeps its stored value (:func:`restore_hidden`)."""
         check_connector_name(name)
+        with contextlib.suppress(ConfigError):  # a bad class is reported by the check below
+            # an allowed class is loaded first, so that restore_hidden knows its PASSWORD keys
+            resolve_connector_class(props.get("connector.class") or "", allowed_modules=self.allowed_modules)
         with self.lock:
             props = restore_hidden(name, {**props, "name": name}, self._stored_config(name))
         unknown = self._check(props)
@@ -264,7 +273,8 @@ class Herder(abc.ABC):
     def _secret_values(self, name: str) -> set[str]:
         """The secret values of the connector's stored config and task configs, to hide in its traces."""
         config = self._stored_config(name) or {}
-        return secret_values([config]) | secret_values(self._stored_task_configs(name), password_keys(config))
+        keys = password_keys(config, stored=True)
+        return secret_values([config], keys) | secret_values(self._stored_task_configs(name), keys)
 
     # ---- where configs live, and who carries out changes: the specialisations ----------------------------
 

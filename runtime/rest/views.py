@@ -35,7 +35,11 @@ def connector_info(herder: Herder, name: str) -> dict[str, Any]:
     info = herder.connector_info(name)
     return {
         "name": name,
-        "config": {key: config_string(value) for key, value in hide(info.config).items() if value is not None},
+        "config": {
+            key: config_string(value)
+            for key, value in hide(info.config, password_keys(info.config, stored=True)).items()
+            if value is not None
+        },
         "tasks": [{"connector": name, "task": task} for task in range(len(info.tasks))],
         "type": info.type,
     }
@@ -45,7 +49,7 @@ def task_infos(herder: Herder, name: str) -> list[dict[str, Any]]:
     """``[{"id": {"connector", "task"}, "config": {...}}]``, secret values hidden (the connector's ``PASSWORD``
     keys and the well-known names: task configs have no definition of their own); raises NotFoundError."""
     info = herder.connector_info(name)
-    keys = password_keys(info.config)
+    keys = password_keys(info.config, stored=True)
     return [
         {"id": {"connector": name, "task": task}, "config": hide(config, keys)}
         for task, config in enumerate(info.tasks)

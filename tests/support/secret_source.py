@@ -15,6 +15,7 @@ class SecretSource(SourceConnector):
         return (
             ConfigDef()
             .define("database.password", Type.PASSWORD, None, Importance.HIGH, "A secret of the connector's own.")
+            .define("connection.string", Type.PASSWORD, None, Importance.LOW, "Secret by type, not by name.")
             .define("database.user", Type.STRING, "", Importance.LOW, "Not a secret.")
             .define("fail.in", Type.STRING, "", Importance.LOW, "validate, start or poll: fail there, quoting it.")
             .define_prefix("source.", "Settings of a client (sasl.jaas.config and the like).")

@@ -33,8 +33,9 @@ CONFIG = {
     "database.password": SECRET,
     "source.sasl.jaas.config": JAAS,
     "source.ssl.key.password": f"{SECRET}-key",
+    "connection.string": f"db://app:{SECRET}-url@host",
 }
-SECRET_KEYS = ["database.password", "source.sasl.jaas.config", "source.ssl.key.password"]
+SECRET_KEYS = ["database.password", "source.sasl.jaas.config", "source.ssl.key.password", "connection.string"]
 
 
 @pytest.fixture
@@ -97,6 +98,19 @@ def test_a_secret_never_shows(http: httpx.Client, herder: StandaloneHerder, capl
     assert shown["database.password"] == HIDDEN
     assert SECRET not in caplog.text
     assert herder.connector_config("c")["database.password"] == SECRET  # hidden from view, not lost
+
+
+def test_password_keys_are_known_before_their_module_is_imported(
+    http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored connector's class is loaded to know its PASSWORD keys (a distributed worker may not run it yet); a
+    request's class is loaded, when allowed, before a [hidden] in it is looked at."""
+    assert http.put("/connectors/c/config", json=CONFIG).status_code == 201
+    monkeypatch.delitem(sys.modules, "support.secret_source")
+    assert http.get("/connectors/c/config").json()["connection.string"] == HIDDEN
+    monkeypatch.delitem(sys.modules, "support.secret_source")
+    new = http.put("/connectors/d/config", json={**CONFIG, "connection.string": HIDDEN})
+    assert new.status_code == 400 and "connection.string" in new.json()["message"], new.text
 
 
 def test_a_config_error_for_a_secret_does_not_quote_it(http: httpx.Client, caplog: Any) -> None:
