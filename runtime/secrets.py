@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -137,14 +137,28 @@ def restore_hidden(name: str, props: Mapping[str, Any], stored: Mapping[str, Any
     return restored
 
 
-class SecretFilter(logging.Filter):
-    """Hides, in every log record it sees, the secret values of the connectors the watched workers run (their
-    configs and their tasks' configs), in the message and in the formatted exception."""
+class LogScrubber:
+    """Hides, in every log record made in this process (any logger: a connector's own too), the secret values of
+    the connectors the watched workers run (their configs and their tasks' configs), in the message and in the
+    formatted exception. It wraps the log record factory, so that handlers added later (pytest's ``caplog``) see
+    the record already scrubbed."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.workers: weakref.WeakSet[Worker] = weakref.WeakSet()
         self._found: dict[int, tuple[Mapping[str, Any], set[str]]] = {}
+        self._factory: Callable[..., logging.LogRecord] | None = None
+
+    def watch(self, worker: Worker) -> None:
+        self.workers.add(worker)
+        if self._factory is None:
+            self._factory = logging.getLogRecordFactory()
+            logging.setLogRecordFactory(self._make_record)
+
+    def _make_record(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        assert self._factory is not None
+        record = self._factory(*args, **kwargs)
+        self.scrub(record)
+        return record
 
     def values(self) -> set[str]:
         found: set[str] = set()
@@ -168,10 +182,10 @@ class SecretFilter(logging.Filter):
             cached = self._found[id(config)] = (config, secret_values([config], password_keys(connector)))
         return cached[1]
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def scrub(self, record: logging.LogRecord) -> None:
         values = self.values()
         if not values:
-            return True
+            return
         message = record.getMessage()
         scrubbed = scrub(message, values)
         if scrubbed != message:
@@ -180,16 +194,11 @@ class SecretFilter(logging.Filter):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = scrub(record.exc_text, values)
-        return True
 
 
-LOG_FILTER = SecretFilter()
+LOG_SCRUBBER = LogScrubber()
 
 
 def watch(worker: Worker) -> None:
-    """Hide ``worker``'s connectors' secret values in the log records of every ``headwater`` logger."""
-    LOG_FILTER.workers.add(worker)
-    loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("headwater")]
-    for logger in [logging.getLogger("headwater"), *loggers]:
-        if LOG_FILTER not in logger.filters:
-            logger.addFilter(LOG_FILTER)
+    """Hide ``worker``'s connectors' secret values in every log record made from now on."""
+    LOG_SCRUBBER.watch(worker)

@@ -4,6 +4,7 @@ does), to check that no secret reaches a REST response, a status trace or a log 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ class SecretSource(SourceConnector):
 
     def start(self, config: Mapping[str, Any]) -> None:
         self.config = {key: str(value) for key, value in config.items() if value is not None}
+        logging.getLogger(__name__).info("starting with %s", self.config)  # careless, and not a headwater logger
         if self.config.get("fail.in") == "start":
             raise RuntimeError(f"cannot connect with {self.config}")
 
