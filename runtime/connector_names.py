@@ -1,10 +1,10 @@
 """What a connector name may be: checked wherever a connector is created or replaced (every herder, and so the
 REST API and the standalone worker's connector files).
 
-Kafka Connect checks only that a name is not empty. Headwater also refuses what makes a connector unreachable or
-confusing: a ``/`` or ``\\`` (a name with ``/`` cannot be read or deleted through ``/connectors/{name}``), control
-characters (NUL, newlines and tabs break log lines and the properties files), and names longer than
-:data:`MAX_LENGTH`.
+Kafka Connect refuses an empty name and control characters inside one (its ``name`` key's validator, which trims
+the name first). Headwater refuses control characters anywhere (NUL, newlines and tabs break log lines and the
+properties files), and also what makes a connector unreachable: a ``/`` or ``\\`` (a name with ``/`` cannot be
+read or deleted through ``/connectors/{name}``) and names longer than :data:`MAX_LENGTH`.
 """
 
 from __future__ import annotations
