@@ -4,8 +4,8 @@ API, config validation, status traces and logs.
 A key is secret when the connector's full definition (the runtime's keys plus its own) gives it the type
 ``PASSWORD``, or when its name is one of the Kafka clients' well-known secret settings (Java client and librdkafka
 names), with or without a prefix (``producer.override.sasl.jaas.config``, ``source.ssl.key.password``), or ends
-in ``.password``. Kafka Connect shows such a value as ``[hidden]``; so does Headwater, and a ``[hidden]`` sent
-back in a PUT or PATCH keeps the stored value (:func:`restore_hidden`).
+in ``.password``. Such a value is shown as ``[hidden]`` (Kafka Connect's word in validate responses and logs),
+and a ``[hidden]`` sent back in a PUT or PATCH keeps the stored value (:func:`restore_hidden`).
 """
 
 from __future__ import annotations

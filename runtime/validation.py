@@ -80,13 +80,13 @@ def _errors(
     allowed = (DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)[ALLOWED_MODULES]
     try:
         cls = resolve_connector_class(spec, allowed_modules=allowed)
+        probe = _made(cls, spec)
+        definition = connector_config_def(probe)
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
-    probe = cls()
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
-    definition = connector_config_def(probe)
     errors = definition.errors(props)
     if type(probe).validate is not Connector.validate:
         try:
@@ -107,6 +107,18 @@ def _scrubbed(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[st
     """The error messages with the config's secret values hidden (a ``ConfigError`` quotes the bad value)."""
     values = secret_values([props])
     return {key: [scrub(message, values) for message in found] for key, found in errors.items()}
+
+
+def _made(cls: type[Connector], spec: Any) -> Connector:
+    """An instance of the connector class, only to ask it for its definition; one that cannot be made (its
+    constructor or ``config_def`` raises) is an error on ``connector.class``."""
+    try:
+        probe = cls()
+        probe.config_def()
+    except Exception as error:
+        reason = f"Cannot create the connector: {type(error).__name__}: {error}"
+        raise ConfigError("connector.class", spec, reason) from None
+    return probe
 
 
 def _with_refusals(errors: dict[str, list[str]], props: Mapping[str, Any], kind: str | None) -> dict[str, list[str]]:

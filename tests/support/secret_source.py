@@ -48,3 +48,10 @@ class SecretTask(SourceTask):
         if self.config.get("fail.in") == "poll":
             raise RuntimeError(f"lost the connection opened with {self.config}")
         return []
+
+
+class UnmakeableSource(SecretSource):
+    """A connector whose constructor raises: naming it is a bad ``connector.class``, not a worker failure."""
+
+    def __init__(self) -> None:
+        raise RuntimeError("no instance of me")

@@ -218,6 +218,7 @@ def test_a_name_at_the_limit_is_taken(http: httpx.Client) -> None:
         "headwater.sdk.connector:SourceConnector",
         "headwater.sdk.records:SourceRecord",
         "support.broken_import:Anything",
+        "support.secret_source:UnmakeableSource",
     ],
 )
 def test_every_malformed_connector_class_is_a_400(http: httpx.Client, spec: str) -> None:
