@@ -186,7 +186,10 @@ class LogScrubber:
         values = self.values()
         if not values:
             return
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: the handler reports it, as it would without this
+            return
         scrubbed = scrub(message, values)
         if scrubbed != message:
             record.msg, record.args = scrubbed, ()

@@ -303,3 +303,12 @@ def test_the_reference_connectors_secrets() -> None:
     assert "connection.url" in password_keys({"connector.class": "jdbc-cdc"}, stored=True)
     assert is_secret("source.sasl.jaas.config") and is_secret("connector.consumer.ssl.keystore.password")
     assert is_secret("spark.hadoop.fs.s3a.secret.key") and not is_secret("spark.hadoop.fs.s3a.access.key")
+
+
+def test_a_bad_log_call_still_fails_only_in_the_handler(http: httpx.Client, caplog: Any) -> None:
+    """Scrubbing formats a record's message when it is made; a format error is left to the handler, as before."""
+    assert http.put("/connectors/c/config", json=CONFIG).status_code == 201
+    bad = logging.getLogger("headwater.test").makeRecord("headwater.test", logging.WARNING, "f", 1, "%d", ("x",), None)
+    assert (bad.msg, bad.args) == ("%d", ("x",))
+    logging.getLogger("headwater.test").warning("with %s", SECRET)
+    assert SECRET not in caplog.text and f"with {HIDDEN}" in caplog.text
