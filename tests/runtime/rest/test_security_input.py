@@ -56,20 +56,15 @@ def http(herder: StandaloneHerder) -> Iterator[httpx.Client]:
 
 
 def every_get(http: httpx.Client, name: str) -> dict[str, str]:
-    """The body of every GET endpoint that shows something of connector ``name``, by path."""
-    paths = [
-        "/connectors",
-        "/connectors?expand=info&expand=status",
-        f"/connectors/{name}",
-        f"/connectors/{name}/config",
-        f"/connectors/{name}/status",
-        f"/connectors/{name}/tasks",
-        f"/connectors/{name}/tasks/0/status",
-        f"/connectors/{name}/topics",
-        f"/connectors/{name}/offsets",
-        "/connector-plugins",
-    ]
-    return {path: http.get(path).text for path in paths}
+    """The body of every GET endpoint the served OpenAPI spec lists, for connector ``name`` and its task 0, by
+    path; the expanded connector list too."""
+    paths = [path for path, methods in http.get("/openapi.json").json()["paths"].items() if "get" in methods]
+    assert "/connectors/{connector}/config" in paths and "/connectors/{connector}/tasks" in paths
+    filled = [path.replace("{connector}", name).replace("{task}", "0") for path in paths]
+    filled = [path.replace("{plugin}", CONFIG["connector.class"]) for path in filled]
+    filled += ["/connectors?expand=info&expand=status"]
+    assert not [path for path in filled if "{" in path], "a GET endpoint with a parameter this test does not fill"
+    return {path: http.get(path).text for path in filled}
 
 
 @pytest.mark.parametrize("fail_in", ["", "start", "poll"])
