@@ -186,6 +186,14 @@ def test_bad_connector_names_are_refused(http: httpx.Client, herder: StandaloneH
     assert herder.connectors() == []
 
 
+def test_a_name_with_a_slash_cannot_come_through_put(http: httpx.Client, herder: StandaloneHerder) -> None:
+    config = {"connector.class": CONFIG["connector.class"], "name": "a/b"}
+    for path in ("/connectors/a%2Fb/config", "/connectors/a/config"):
+        put = http.put(path, json=config)
+        assert 400 <= put.status_code < 500, put.text
+    assert herder.connectors() == []
+
+
 def test_an_empty_name_is_refused(http: httpx.Client, herder: StandaloneHerder) -> None:
     posted = http.post("/connectors", json={"name": "  ", "config": {"connector.class": CONFIG["connector.class"]}})
     assert posted.status_code == 400 and "empty" in posted.json()["message"], posted.text
