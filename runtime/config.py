@@ -172,6 +172,16 @@ WORKER_CONFIG = (
         one_of("warn", "error"),
     )
     .define(
+        "connector.class.allowed.modules",
+        Type.LIST,
+        "",
+        Importance.MEDIUM,
+        "Modules a connector.class import path (package.module:Class) may name: a module is allowed when it is "
+        "one of these or inside one (a package allows its submodules); * allows every module. By default none: "
+        "only installed connectors (entry-point group headwater.connectors) can be used, as Kafka Connect uses only "
+        "what its plugin.path holds, so that a REST request cannot make the worker import a module.",
+    )
+    .define(
         "config.providers",
         Type.LIST,
         "",
@@ -203,7 +213,8 @@ CONNECTOR_CONFIG = (
     .define(
         "connector.class",
         Type.CLASS,
-        documentation="Connector class: entry-point name or import path.",
+        documentation="Connector class: entry-point name, or an import path under a module the worker's "
+        "connector.class.allowed.modules allows.",
         importance=Importance.HIGH,
     )
     .define("tasks.max", Type.INT, 1, Importance.HIGH, "Most tasks the connector may run.", at_least(1))

@@ -27,7 +27,8 @@ from confluent_kafka import KafkaException
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
 from headwater.runtime.config_transformer import resolve_worker_file
-from headwater.runtime.errors import InvalidConfigError
+from headwater.runtime.connector_names import check_connector_name
+from headwater.runtime.errors import BadRequestError, InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.properties import ConfigFile, PropertiesError, read_connector_properties, read_properties
@@ -214,6 +215,10 @@ def validate_connector(worker: Worker, file: ConfigFile) -> None:
     log a warning naming the file and line of each unknown key (the worker warns again when it creates the
     connector)."""
     file.parse(CONNECTOR_CONFIG)
+    try:
+        check_connector_name(file.values["name"])
+    except BadRequestError as error:
+        raise file.error("name", str(error)) from None
     try:
         cls = resolve_connector_class(file.values["connector.class"])
     except ConfigError as error:
