@@ -22,6 +22,7 @@ from headwater.runtime.worker import Worker, connector_config_def
 from headwater.sdk.config import Type
 from headwater.sdk.connector import Connector
 from headwater.sdk.errors import ConfigError
+from headwater.sdk.providers import REFERENCE
 
 HIDDEN = "[hidden]"
 """What a secret value is shown as (Kafka's ``Password.toString``)."""
@@ -83,11 +84,19 @@ def password_keys(config: Mapping[str, Any], stored: bool = False) -> frozenset[
         return frozenset()
 
 
+def only_references(value: Any) -> bool:
+    """Whether ``value`` is nothing but config provider references (``${file:/path:key}``): it names where a secret
+    is, not the secret, and is shown as it is stored, as Kafka Connect shows it."""
+    return isinstance(value, str) and REFERENCE.search(value) is not None and not REFERENCE.sub("", value).strip()
+
+
 def hide(config: Mapping[str, Any], keys: Collection[str] | None = None) -> dict[str, Any]:
-    """``config`` with every secret value (not ``None``) shown as ``[hidden]``; ``keys`` are the connector's
-    ``PASSWORD`` keys (found from ``config`` itself when ``None``: :func:`password_keys`)."""
+    """``config`` with every secret value (not ``None``, not only references) shown as ``[hidden]``; ``keys`` are
+    the connector's ``PASSWORD`` keys (found from ``config`` itself when ``None``: :func:`password_keys`)."""
     keys = password_keys(config) if keys is None else keys
-    return {k: HIDDEN if v is not None and is_secret(k, keys) else v for k, v in config.items()}
+    return {
+        k: HIDDEN if v is not None and is_secret(k, keys) and not only_references(v) else v for k, v in config.items()
+    }
 
 
 def secret_values(configs: Iterable[Mapping[str, Any]], keys: Collection[str] | None = None) -> set[str]:
@@ -95,7 +104,9 @@ def secret_values(configs: Iterable[Mapping[str, Any]], keys: Collection[str] | 
     found: set[str] = set()
     for config in configs:
         own = password_keys(config) if keys is None else keys
-        found.update(str(v) for k, v in config.items() if v is not None and is_secret(k, own))
+        found.update(
+            str(v) for k, v in config.items() if v is not None and is_secret(k, own) and not only_references(v)
+        )
     return {value for value in found if len(value) >= MIN_SCRUBBED_LENGTH and value != HIDDEN}
 
 

@@ -18,12 +18,18 @@ from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.validation import validate_connector_config
 from headwater.runtime.worker import Worker
+from support.connectors import ALLOWED_MODULES
 from support.rest_worker import wait_until
 from support.secret_source import STARTED
 
 SECRET = "s3cret-VALUE-9f2"
 CLASS = "support.secret_source:SecretSourceConnector"
-PROVIDERS = {"config.providers": "file,env", "config.providers.file.class": "file", "config.providers.env.class": "env"}
+PROVIDERS = {
+    "config.providers": "file,env",
+    "config.providers.file.class": "file",
+    "config.providers.env.class": "env",
+    **ALLOWED_MODULES,
+}
 
 
 @pytest.fixture
