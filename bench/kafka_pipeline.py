@@ -498,6 +498,7 @@ class Bench:
                 "offset.flush.interval.ms": self.args.flush_interval_ms,
                 "offset.storage.file.filename": self.directory / f"{name}.offsets",
                 "listeners": "http://127.0.0.1:0",
+                "connector.class.allowed.modules": "synthetic",  # the synthetic connectors' import path
                 "consumer.max.poll.records": BATCH,
                 **settings(self.args.client),
             },

@@ -24,6 +24,7 @@ WORKER_CONFIG = {
     "value.converter": "json",
     "key.converter.schemas.enable": "false",
     "value.converter.schemas.enable": "false",
+    "connector.class.allowed.modules": "headwater.demo",  # the pyarrow sink used without Spark
 }
 """Schemaless JSON (the CDC connector's events), commits every second and heartbeats every half second, so the
 demo shows them within its minute."""

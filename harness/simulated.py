@@ -25,8 +25,10 @@ SIMULATED_DEFAULTS: dict[str, Any] = {
     "value.converter": "json",
     "key.converter.schemas.enable": "false",
     "value.converter.schemas.enable": "false",
+    "connector.class.allowed.modules": "*",
 }
-"""Worker config the simulated worker starts from: schemaless JSON keys and values."""
+"""Worker config the simulated worker starts from: schemaless JSON keys and values, and connector classes from any
+module (a test names its connector by class; the worker serves no REST API)."""
 
 
 class BrokerView(Protocol):

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.runtime.listener_config import LISTENER_CONFIG
 from headwater.runtime.tasks.tolerance import ErrorSettings
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, at_least, non_empty_string, one_of
 from headwater.sdk.errors import ConfigError
@@ -17,19 +18,31 @@ def non_empty_list(key: str, value: Any) -> None:
 
 
 def listener_urls(key: str, value: Any) -> None:
-    """One ``http://host:port`` URL, the port between 0 (any free port) and 65535."""
+    """One ``http://host:port`` or ``https://host:port`` URL, the port between 0 (any free port) and 65535."""
     if len(value) != 1:
         raise ConfigError(key, value, "Exactly one listener URL is supported")
     parse_listener(key, value[0])
 
 
 def parse_listener(key: str, url: str) -> tuple[str, int]:
-    """The host and port of an ``http://host:port`` listener URL; an empty host means every interface."""
+    """The host and port of an ``http://host:port`` or ``https://host:port`` listener URL; an empty host means
+    every interface. :func:`is_https` tells the two apart."""
     scheme, separator, rest = url.partition("://")
     host, colon, port = rest.rstrip("/").rpartition(":")
-    if scheme.lower() != "http" or not separator or not colon or not port.isdecimal() or int(port) > 65535:
-        raise ConfigError(key, url, "Expected a listener URL of the form http://host:port (only http is supported)")
+    if (
+        scheme.lower() not in ("http", "https")
+        or not separator
+        or not colon
+        or not port.isdecimal()
+        or int(port) > 65535
+    ):
+        raise ConfigError(key, url, "Expected a listener URL of the form http://host:port or https://host:port")
     return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def is_https(url: str) -> bool:
+    """Whether a listener URL (valid for :func:`parse_listener`) asks for TLS."""
+    return url.lower().startswith("https://")
 
 
 WORKER_CONFIG = (
@@ -128,8 +141,8 @@ WORKER_CONFIG = (
         Type.LIST,
         "http://127.0.0.1:8083",
         Importance.LOW,
-        "Where the REST API listens: one http://host:port URL (port 0 takes a free port). The default binds the "
-        "loopback interface only.",
+        "Where the REST API listens: one http://host:port or https://host:port URL (port 0 takes a free port; "
+        "https needs listeners.https.ssl.certificate.location). The default binds the loopback interface only.",
         listener_urls,
     )
     .define(
@@ -158,7 +171,32 @@ WORKER_CONFIG = (
         "say) are refused whatever this says.",
         one_of("warn", "error"),
     )
-)
+    .define(
+        "connector.class.allowed.modules",
+        Type.LIST,
+        "",
+        Importance.MEDIUM,
+        "Modules a connector.class import path (package.module:Class) may name: a module is allowed when it is "
+        "one of these or inside one (a package allows its submodules); * allows every module. By default none: "
+        "only installed connectors (entry-point group headwater.connectors) can be used, as Kafka Connect uses only "
+        "what its plugin.path holds, so that a REST request cannot make the worker import a module.",
+    )
+    .define(
+        "config.providers",
+        Type.LIST,
+        "",
+        Importance.LOW,
+        "Names of the config providers that resolve ${name:path:key} references in connector configs (and in this "
+        "file) when a connector or task starts; each is set up by config.providers.NAME.class and "
+        "config.providers.NAME.param.* keys. See docs/security.md.",
+    )
+    .define_prefix(
+        "config.providers.",
+        "config.providers.NAME.class names a provider's class: file, env, directory, a Kafka provider class name, "
+        "an entry point of the headwater.config_providers group or an import path; config.providers.NAME.param.KEY "
+        "sets one of its parameters (allowed.paths for file and directory, allowlist.pattern for env).",
+    )
+).merge(LISTENER_CONFIG)
 
 ERROR_GROUP = "Error Handling"
 """The group of the ``errors.*`` keys in validate responses, as Kafka Connect names it."""
@@ -175,7 +213,8 @@ CONNECTOR_CONFIG = (
     .define(
         "connector.class",
         Type.CLASS,
-        documentation="Connector class: entry-point name or import path.",
+        documentation="Connector class: entry-point name, or an import path under a module the worker's "
+        "connector.class.allowed.modules allows.",
         importance=Importance.HIGH,
     )
     .define("tasks.max", Type.INT, 1, Importance.HIGH, "Most tasks the connector may run.", at_least(1))

@@ -78,7 +78,8 @@ NOT_IMPLEMENTED: tuple[Unimplemented, ...] = (
     Unimplemented("predicates.", _NOT_YET.format("the predicates of transforms"), _TRANSFORMS, prefix=True),
     Unimplemented(
         "config.action.reload",
-        _NOT_YET.format("config providers") + ", so a connector's config is never reloaded",
+        _NOT_YET.format("reloading a config provider's values when they expire")
+        + ": a connector sees new values when it restarts",
         "remove the key (or set it to none)",
         harmless=("none",),
     ),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.metadata import entry_points
@@ -113,9 +115,22 @@ def installed_connectors() -> dict[str, type[Connector]]:
     return _connector_entry_points()[0]
 
 
-def resolve_connector_class(spec: str | type[Connector], key: str = "connector.class") -> type[Connector]:
+ALLOWED_MODULES = "connector.class.allowed.modules"
+"""The worker key listing the modules a ``connector.class`` import path may name."""
+
+
+def import_allowed(module_name: str, allowed_modules: Sequence[str]) -> bool:
+    """Whether ``module_name`` is one of ``allowed_modules`` or inside one of them (``*`` allows every module)."""
+    return any(allowed in ("*", module_name) or module_name.startswith(f"{allowed}.") for allowed in allowed_modules)
+
+
+def resolve_connector_class(
+    spec: str | type[Connector], key: str = "connector.class", allowed_modules: Sequence[str] | None = None
+) -> type[Connector]:
     """Find a connector class by entry-point name, class name of an installed connector, or import path
-    (``package.module:Class`` or ``package.module.Class``)."""
+    (``package.module:Class`` or ``package.module.Class``). With ``allowed_modules`` (the worker's
+    ``connector.class.allowed.modules``) an import path is refused before anything is imported unless its module is
+    inside one of them; ``None`` is for a spec the worker already trusts (a stored config, a class)."""
     if isinstance(spec, type):
         if issubclass(spec, Connector):
             return spec
@@ -129,16 +144,49 @@ def resolve_connector_class(spec: str | type[Connector], key: str = "connector.c
         if spec in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
             return cls
     module_name, _, attr = spec.partition(":") if ":" in spec else spec.rpartition(".")
-    if module_name and attr:
+    if _is_import_path(module_name, attr):
+        if allowed_modules is not None and not import_allowed(module_name, allowed_modules):
+            raise ConfigError(key, spec, not_allowed(module_name))
         try:
             loaded = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as error:
-            raise ConfigError(key, spec, f"Cannot load connector class: {error}") from None
-        if isinstance(loaded, type) and issubclass(loaded, Connector):
-            return loaded
-        raise ConfigError(key, spec, "Class is not a Connector")
+        except Exception as error:  # whatever a module raises on import is the config's fault here, not the worker's
+            raise ConfigError(key, spec, f"Cannot load connector class: {type(error).__name__}: {error}") from None
+        if not (isinstance(loaded, type) and issubclass(loaded, Connector)):
+            raise ConfigError(key, spec, "Class is not a Connector")
+        if inspect.isabstract(loaded):
+            raise ConfigError(key, spec, "Class is abstract: it does not implement every method a connector must")
+        return loaded
     known = ", ".join(sorted(installed)) or "none installed"
     raise ConfigError(key, spec, f"Unknown connector; installed connectors: {known}")
+
+
+def not_allowed(module_name: str) -> str:
+    return (
+        f"Connector classes are not imported from module {module_name}: only installed connectors (entry-point group "
+        f"{CONNECTOR_ENTRY_POINT_GROUP}) and modules listed in the worker's {ALLOWED_MODULES} can be used; add "
+        f"{module_name} (or a package above it) there to allow it"
+    )
+
+
+def loaded_connector_class(spec: str) -> type[Connector] | None:
+    """The connector class ``spec`` names when it is installed or its module is imported already; ``None``
+    otherwise (nothing is imported: for showing what is already there, such as which keys are secret)."""
+    module_name = (spec.partition(":") if ":" in spec else spec.rpartition("."))[0]
+    try:
+        return resolve_connector_class(spec, allowed_modules=[module_name] if module_name in sys.modules else [])
+    except ConfigError:
+        return None
+
+
+MAX_IMPORT_PATH = 1000
+"""The longest import path ``connector.class`` may give (Python's own limits are far longer; a real path is short)."""
+
+
+def _is_import_path(module_name: str, attr: str) -> bool:
+    """Whether ``module_name`` and ``attr`` make an absolute import path (``a.b:C``; not ``..x``, ``a..b``, ``x:``)."""
+    if not module_name or not attr or len(module_name) + len(attr) > MAX_IMPORT_PATH:
+        return False
+    return all(part.isidentifier() for part in module_name.split(".")) and attr.isidentifier()
 
 
 def connector_type(spec: str | type[Connector] | None) -> str:

@@ -26,7 +26,9 @@ from confluent_kafka import KafkaException
 
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
-from headwater.runtime.errors import InvalidConfigError
+from headwater.runtime.config_transformer import resolve_worker_file
+from headwater.runtime.connector_names import check_connector_name
+from headwater.runtime.errors import BadRequestError, InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.properties import ConfigFile, PropertiesError, read_connector_properties, read_properties
@@ -34,6 +36,7 @@ from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
     initial_worker_id,
     log_state,
+    rest_security,
     run_worker_command,
     serve_rest,
     wait_for_broker,
@@ -101,6 +104,7 @@ class StandaloneWorker:
         connector_files: Sequence[ConfigFile],
         status_store: StatusStore | None = None,
     ) -> None:
+        worker_file = resolve_worker_file(worker_file)
         self.worker_file = worker_file
         self.config = worker_file.parse(STANDALONE_CONFIG)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
@@ -111,6 +115,7 @@ class StandaloneWorker:
         )
         self.herder = StandaloneHerder(self.worker, status_store)
         self.listener = parse_listener("listeners", self.config["listeners"][0])
+        self.rest_security = rest_security(worker_file, self.config)
         self.rest: RestServer | None = None
         self.connector_files: list[ConfigFile] = []
         for file in connector_files:
@@ -193,7 +198,8 @@ class StandaloneWorker:
     def _serve_rest(self) -> None:
         """Start the REST server at ``listeners``; raises ConnectError when its address cannot be bound. From then
         on the worker's id in statuses is its REST address, ``host:port``, as in Kafka Connect."""
-        self.rest, self.worker.worker_id = serve_rest(self.herder, self.listener, self.admin_config())
+        rest = serve_rest(self.herder, self.listener, self.admin_config(), self.rest_security)
+        self.rest, self.worker.worker_id = rest
 
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]
@@ -209,6 +215,10 @@ def validate_connector(worker: Worker, file: ConfigFile) -> None:
     log a warning naming the file and line of each unknown key (the worker warns again when it creates the
     connector)."""
     file.parse(CONNECTOR_CONFIG)
+    try:
+        check_connector_name(file.values["name"])
+    except BadRequestError as error:
+        raise file.error("name", str(error)) from None
     try:
         cls = resolve_connector_class(file.values["connector.class"])
     except ConfigError as error:

@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from headwater.runtime.herder.base import Herder
+from headwater.runtime.properties import ConfigFile
 from headwater.runtime.rest import RestServer, create_app
+from headwater.runtime.rest.security import RestSecurity
 from headwater.runtime.tasks.base import State
 from headwater.runtime.transport.kafka_check import kafka_cluster_id
 from headwater.sdk.errors import ConfigError, ConnectError
@@ -32,12 +34,23 @@ def log_state(connector: str, task: int | None, state: State, trace: str | None)
     log.log(logging.ERROR if state is State.FAILED else logging.INFO, "%s %s", what, word)
 
 
-def serve_rest(herder: Herder, listener: tuple[str, int], admin_config: Mapping[str, Any]) -> tuple[RestServer, str]:
-    """Start serving Kafka Connect's REST API of ``herder`` at ``listener`` (host, port); return the server and the
-    worker's id from then on, its REST address (as in Kafka Connect). Raises ConnectError when the address cannot
-    be bound."""
+def rest_security(worker_file: ConfigFile, config: Mapping[str, Any]) -> RestSecurity:
+    """The REST listener's TLS, authentication and limits, every file loaded; a config error naming the key and
+    ``worker_file``'s line when one does not load, so that a worker refuses it before it waits for Kafka."""
+    try:
+        return RestSecurity.from_config(config)
+    except ConfigError as error:
+        raise worker_file.config_error(error) from None
+
+
+def serve_rest(
+    herder: Herder, listener: tuple[str, int], admin_config: Mapping[str, Any], security: RestSecurity
+) -> tuple[RestServer, str]:
+    """Start serving Kafka Connect's REST API of ``herder`` at ``listener`` (host, port) behind ``security``;
+    return the server and the worker's id from then on, its REST address (as in Kafka Connect). Raises
+    ConnectError when the address cannot be bound."""
     host, port = listener
-    rest = RestServer(create_app(herder, kafka_cluster_id(admin_config)), host, port)
+    rest = RestServer(create_app(herder, kafka_cluster_id(admin_config)), host, port, security)
     rest.start()
     return rest, advertised_id(host, rest.port)
 

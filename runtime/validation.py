@@ -22,7 +22,8 @@ from typing import Any
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import UNKNOWN_KEYS, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
-from headwater.runtime.plugins import resolve_connector_class
+from headwater.runtime.plugins import ALLOWED_MODULES, resolve_connector_class
+from headwater.runtime.secrets import HIDDEN, hide, scrub, secret_values
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef, ConfigKey, Type
 from headwater.sdk.connector import Connector, SinkConnector
@@ -33,7 +34,6 @@ ConfigInfos = dict[str, Any]
 
 NULL_VALUE = "Null value can not be supplied as the configuration value."
 DEFAULT_WORKER_CONFIG = WORKER_CONFIG.parse({})
-HIDDEN = "[hidden]"
 
 
 def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[str, Any] | None = None) -> ConfigInfos:
@@ -41,6 +41,7 @@ def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[s
     A missing or unknown ``connector.class`` is an error on that key, reported against the runtime's common keys
     only. ``worker_config`` is the worker's parsed config (its defaults when ``None``)."""
     definition, errors, _ = _errors(props, worker_config)
+    props = hide(props)
     configs = [_config_info(key, props, errors.get(key.name, [])) for key in definition]
     undefined = [name for name in errors if name not in definition.keys]
     configs += [_undefined_info(name, props, errors[name]) for name in undefined]
@@ -75,16 +76,17 @@ def _errors(
     spec = props.get("connector.class")
     if not spec:
         errors = CONNECTOR_CONFIG.errors(props)
-        return CONNECTOR_CONFIG, _with_refusals(errors, props, None), {}
+        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
+    allowed = (DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)[ALLOWED_MODULES]
     try:
-        cls = resolve_connector_class(spec)
+        cls = resolve_connector_class(spec, allowed_modules=allowed)
+        probe = _made(cls, spec)
+        definition = connector_config_def(probe)
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
-        return CONNECTOR_CONFIG, _with_refusals(errors, props, None), {}
-    probe = cls()
+        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
-    definition = connector_config_def(probe)
     errors = definition.errors(props)
     if type(probe).validate is not Connector.validate:
         try:
@@ -98,7 +100,25 @@ def _errors(
     unknown = unknown_keys(props, probe, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
-    return definition, _with_refusals(errors, props, kind), unknown
+    return definition, _scrubbed(_with_refusals(errors, props, kind), props), unknown
+
+
+def _scrubbed(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The error messages with the config's secret values hidden (a ``ConfigError`` quotes the bad value)."""
+    values = secret_values([props])
+    return {key: [scrub(message, values) for message in found] for key, found in errors.items()}
+
+
+def _made(cls: type[Connector], spec: Any) -> Connector:
+    """An instance of the connector class, only to ask it for its definition; one that cannot be made (its
+    constructor or ``config_def`` raises) is an error on ``connector.class``."""
+    try:
+        probe = cls()
+        probe.config_def()
+    except Exception as error:
+        reason = f"Cannot create the connector: {type(error).__name__}: {error}"
+        raise ConfigError("connector.class", spec, reason) from None
+    return probe
 
 
 def _with_refusals(errors: dict[str, list[str]], props: Mapping[str, Any], kind: str | None) -> dict[str, list[str]]:

@@ -20,6 +20,7 @@ from headwater.runtime.config import (
     WORKER_CONFIG,
     TaskSettings,
 )
+from headwater.runtime.config_transformer import ConfigTransformer, hide_values, references, restore_references
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
@@ -31,6 +32,7 @@ from headwater.sdk.config import ConfigDef
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import Clock, ConnectorContext
 from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.providers import has_reference
 from headwater.sdk.task import SinkTask, SourceTask
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,8 @@ class WorkerConnector:
     listener: Listener | None = None
     reconfiguration_requested: threading.Event = field(default_factory=threading.Event)
     stop_delivered: bool | None = None
+    references: dict[str, str] = field(default_factory=dict)
+    """Resolved values of its config's references, each mapped to the reference text it came from."""
 
     @property
     def kind(self) -> str:
@@ -105,6 +109,7 @@ class Worker:
         worker_id: str = "headwater",
     ) -> None:
         self.config = WORKER_CONFIG.parse(config)
+        self.config_transformer = ConfigTransformer.from_worker_config(self.config)
         self.transport = transport
         self.offset_store = offset_store
         self.clock: Clock = clock or SystemClock()
@@ -140,15 +145,32 @@ class Worker:
         self, name: str, props: Mapping[str, Any], paused: bool = False, report: bool = True
     ) -> WorkerConnector:
         """Create and start a connector instance; one whose ``start`` raises is kept, FAILED. ``report=False``
-        keeps its state changes from the listener (an instance started only to be told it is deleted)."""
-        cls, parsed = self.validate({**props, "name": name})
+        keeps its state changes from the listener (an instance started only to be told it is deleted).
+
+        The instance gets ``props`` with its ``${provider:path:key}`` references resolved; one that cannot be
+        resolved, or a resolved value that is not valid, leaves the connector FAILED, its trace naming the key and
+        the reference (not the value)."""
+        listener = self.listener if report else None
+        found: dict[str, str] = {}
+        try:
+            resolved = self.config_transformer.transform({**props, "name": name})
+            found = references(props, resolved)
+            cls, parsed = self.validate(resolved)
+        except ConfigError as error:
+            if not any(has_reference(value) for value in props.values()):
+                raise
+            cls = resolve_connector_class(props.get("connector.class", ""))
+            connector = WorkerConnector(name, cls(), {**props, "name": name}, listener=listener)
+            self.connectors[name] = connector
+            connector.fail(hide_values(error, found))
+            return connector
         instance = cls()
-        connector = WorkerConnector(name, instance, parsed, listener=self.listener if report else None)
+        connector = WorkerConnector(name, instance, parsed, listener=listener, references=found)
         self.connectors[name] = connector
         try:
             connector.hooks = plugin_manager(instance, self.plugins).hook
             instance.initialize(WorkerConnectorContext(connector, self.clock, self.offset_store))
-            instance.start({k: str(v) for k, v in props.items()} | {"name": name})
+            instance.start({k: str(v) for k, v in resolved.items()})
             connector.set_state(State.PAUSED if paused else State.RUNNING)
         except Exception as error:
             connector.fail(error)
@@ -160,7 +182,8 @@ class Worker:
         configs = connector.instance.task_configs(max_tasks)
         if len(configs) > max_tasks:
             raise ConnectError(f"connector {name} returned {len(configs)} task configs for tasks.max={max_tasks}")
-        return [{str(k): str(v) for k, v in c.items()} for c in configs]
+        found = connector.references
+        return [restore_references({str(k): str(v) for k, v in c.items()}, found) for c in configs]
 
     def stop_connector(self, name: str, connector_deleted: bool = False) -> None:
         """Stop the connector instance running here, if any, with the ``stop`` hook; a deleted connector is
@@ -233,7 +256,8 @@ class Worker:
         """Create and start one task; ``None`` when it could not be created (bad client settings, a task class that
         cannot be made, a heartbeat topic that cannot be created), in which case it is reported FAILED, as Connect
         does, rather than raised to the herder. When its connector does not run on this worker (a distributed
-        worker runs tasks of connectors other workers run), ``connector_config`` says what it is."""
+        worker runs tasks of connectors other workers run), ``connector_config`` says what it is. The task gets
+        ``task_config`` with its ``${provider:path:key}`` references resolved."""
         try:
             worker_task = self._create_task(id, task_config, connector_config)
         except Exception as error:
@@ -254,12 +278,17 @@ class Worker:
     def _create_task(
         self, id: TaskId, task_config: Mapping[str, str], connector_config: Mapping[str, Any] | None = None
     ) -> WorkerTask:
+        task_config = self.config_transformer.transform(task_config)
         connector = self.connectors.get(id.connector)
         if connector is None:
             if connector_config is None:
                 raise ConnectError(f"connector {id.connector} does not run on this worker and its config is unknown")
             # Kafka Connect's Worker.startTask does the same: a new, never started instance says the task class
-            cls, parsed = self.validate({**connector_config, "name": id.connector})
+            resolved = self.config_transformer.transform({**connector_config, "name": id.connector})
+            try:
+                cls, parsed = self.validate(resolved)
+            except ConfigError as error:
+                raise hide_values(error, references(connector_config, resolved)) from None
             connector = WorkerConnector(id.connector, cls(), parsed)
         task_class = connector.instance.task_class()
         task = task_class()
@@ -353,10 +382,11 @@ class Worker:
         return progressed
 
     def stop(self) -> None:
-        """Stop every task, then every connector (not deleted)."""
+        """Stop every task, then every connector (not deleted), then close the config providers."""
         self.stop_tasks(list(self.tasks))
         for name in list(self.connectors):
             self.stop_connector(name)
+        self.config_transformer.close()
 
     def _client_config(self, connector: WorkerConnector, client: str) -> dict[str, Any]:
         override = override_prefix(client)

@@ -23,6 +23,7 @@ from headwater.sdk.context import (
 )
 from headwater.sdk.errors import ConfigError, ConnectError, IllegalWorkerStateError, RetriableError
 from headwater.sdk.hookspecs import hookimpl
+from headwater.sdk.providers import CONFIG_PROVIDER_ENTRY_POINT_GROUP, ConfigProvider
 from headwater.sdk.records import (
     Header,
     SinkRecord,
@@ -41,6 +42,7 @@ PLUGIN_ENTRY_POINT_GROUP = "headwater.plugins"
 """Cross-cutting plugins (metrics, tracing) that implement hooks for every task register here."""
 
 __all__ = [
+    "CONFIG_PROVIDER_ENTRY_POINT_GROUP",
     "CONNECTOR_ENTRY_POINT_GROUP",
     "PLUGIN_ENTRY_POINT_GROUP",
     "REQUIRED",
@@ -48,6 +50,7 @@ __all__ = [
     "ConfigDef",
     "ConfigError",
     "ConfigKey",
+    "ConfigProvider",
     "ConnectError",
     "Connector",
     "ConnectorContext",

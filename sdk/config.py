@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from headwater.sdk.errors import ConfigError
+from headwater.sdk.providers import has_reference
 
 
 class Type(enum.Enum):
@@ -211,7 +212,9 @@ class ConfigDef:
     def parse(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """Parse ``props``; raise :class:`ConfigError` for the first bad key (message lists all bad keys).
 
-        Keys not defined here (whether a declared prefix covers them or not) are passed through unchanged.
+        Keys not defined here (whether a declared prefix covers them or not) are passed through unchanged, and so
+        is a value holding a ``${provider:path:key}`` reference (:mod:`headwater.sdk.providers`): it is checked
+        once the worker has resolved it, when the connector or task starts.
         """
         errors = self.errors(props)
         if errors:
@@ -228,6 +231,8 @@ class ConfigDef:
 
     @staticmethod
     def _value(key: ConfigKey, props: Mapping[str, Any]) -> Any:
+        if has_reference(props.get(key.name)):
+            return props[key.name]
         if props.get(key.name) is not None:  # None counts as not set: a required key set to None is missing
             return key.parse(props[key.name])
         if key.required:

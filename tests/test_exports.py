@@ -28,6 +28,7 @@ PACKAGES = [
 ]
 
 SDK_API = [
+    "CONFIG_PROVIDER_ENTRY_POINT_GROUP",
     "CONNECTOR_ENTRY_POINT_GROUP",
     "PLUGIN_ENTRY_POINT_GROUP",
     "REQUIRED",
@@ -35,6 +36,7 @@ SDK_API = [
     "ConfigDef",
     "ConfigError",
     "ConfigKey",
+    "ConfigProvider",
     "ConnectError",
     "Connector",
     "ConnectorContext",

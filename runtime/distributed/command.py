@@ -19,6 +19,7 @@ from confluent_kafka import KafkaException
 
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.config import parse_listener
+from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG, slots_prefix
 from headwater.runtime.herder.distributed import DistributedHerder
@@ -27,6 +28,7 @@ from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
     initial_worker_id,
     log_state,
+    rest_security,
     run_worker_command,
     serve_rest,
     wait_for_broker,
@@ -49,12 +51,14 @@ class DistributedWorker:
     :meth:`run` does the rest."""
 
     def __init__(self, worker_file: ConfigFile) -> None:
+        worker_file = resolve_worker_file(worker_file)
         self.worker_file = worker_file
         self.config = worker_file.parse(DISTRIBUTED_CONFIG)
         try:
             self.prefix = slots_prefix(self.config)
         except ConfigError as error:
             raise worker_file.config_error(error) from None
+        self.rest_security = rest_security(worker_file, self.config)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.group_id = str(self.config["group.id"])
         self.transport = KafkaTransport(self.bootstrap_servers, client_settings(worker_file.values))
@@ -152,7 +156,7 @@ class DistributedWorker:
     def _serve_rest(self) -> None:
         """Serve the REST API at ``listeners``; from then on the worker's id is its REST address."""
         listener = parse_listener("listeners", self.config["listeners"][0])
-        self.rest, self.worker.worker_id = serve_rest(self.herder, listener, self.admin_config())
+        self.rest, self.worker.worker_id = serve_rest(self.herder, listener, self.admin_config(), self.rest_security)
 
 
 def main(worker_path: str) -> int:

@@ -15,23 +15,27 @@ interleaves with another request on the same worker. Methods naming a connector 
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from headwater.runtime.active_topics import ActiveTopics
+from headwater.runtime.connector_names import check_connector_name
 from headwater.runtime.connector_offsets import ConnectorOffsets, Offset
 from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFoundError
 from headwater.runtime.herder.lifecycle import put_status
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
-from headwater.runtime.plugins import connector_type
+from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, resolve_connector_class
+from headwater.runtime.secrets import password_keys, restore_hidden, scrub, scrub_error, secret_values, watch
 from headwater.runtime.storage.configs import TargetState
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.storage.status import Status, StatusStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker
+from headwater.sdk.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +86,12 @@ class Herder(abc.ABC):
                 previous(connector, task, state, trace)
 
         worker.listener = record
+        watch(worker)
+
+    @property
+    def allowed_modules(self) -> list[str]:
+        """The worker's ``connector.class.allowed.modules``."""
+        return list(self.worker.config[ALLOWED_MODULES])
 
     # ---- configs -------------------------------------------------------------------------------------------
 
@@ -90,10 +100,16 @@ class Herder(abc.ABC):
     ) -> bool:
         """Create or replace a connector; return whether it was created. An invalid config changes nothing and
         raises :class:`~headwater.runtime.errors.InvalidConfigError` naming every bad key; so does a create
-        request's ``initial_state`` other than RUNNING, PAUSED and STOPPED (it only applies to a new connector)."""
-        props = {**props, "name": name}
-        unknown = check_connector_config(props, self.worker.config)
-        self.worker.validate(props)
+        request's ``initial_state`` other than RUNNING, PAUSED and STOPPED (it only applies to a new connector).
+        A name that cannot be a connector's (:func:`check_connector_name`) is refused; a secret key sent as
+        ``[hidden]`` keeps its stored value (:func:`restore_hidden`)."""
+        check_connector_name(name)
+        with contextlib.suppress(ConfigError):  # a bad class is reported by the check below
+            # an allowed class is loaded first, so that restore_hidden knows its PASSWORD keys
+            resolve_connector_class(props.get("connector.class") or "", allowed_modules=self.allowed_modules)
+        with self.lock:
+            props = restore_hidden(name, {**props, "name": name}, self._stored_config(name))
+        unknown = self._check(props)
         with self.lock:
             created = self._stored_config(name) is None
             if not created and not allow_replace:
@@ -107,12 +123,22 @@ class Herder(abc.ABC):
         valid (:class:`~headwater.runtime.errors.InvalidConfigError` otherwise). Merge and write are one step: no
         other PATCH or PUT, through this worker or another, makes either's change go missing."""
         with self.lock:
-            config = {**self._require(name), **changes}
+            stored = self._require(name)
+            changes = restore_hidden(name, changes, stored)
+            config = {**stored, **changes}
             merged = {key: value for key, value in config.items() if value is not None}
-            unknown = check_connector_config(merged, self.worker.config)
-            self.worker.validate(merged)
+            unknown = self._check(merged)
             self._patch_config(name, dict(changes), merged)
         _warn_unknown(name, unknown)
+
+    def _check(self, props: dict[str, Any]) -> dict[str, str]:
+        """Validate a connector config (the unknown keys' warnings returned); an error shows no secret value."""
+        try:
+            unknown = check_connector_config(props, self.worker.config)
+            self.worker.validate(props)
+        except ConfigError as error:
+            raise scrub_error(error, props) from None
+        return unknown
 
     def delete_connector(self, name: str) -> None:
         """Delete the connector: its tasks, then its instance, get ``stop(connector_deleted=True)`` whatever its
@@ -239,8 +265,16 @@ class Herder(abc.ABC):
     def _put_status(self, connector: str, task: int | None, state: str, trace: str | None) -> None:
         """Write a status record, unless the connector is gone (deleted)."""
         target = self._stored_target_state(connector)
+        if target is not None and trace:
+            trace = scrub(trace, self._secret_values(connector))
         if target is not None:
             put_status(self.status_store, self.worker.worker_id, target, connector, task, state, trace)
+
+    def _secret_values(self, name: str) -> set[str]:
+        """The secret values of the connector's stored config and task configs, to hide in its traces."""
+        config = self._stored_config(name) or {}
+        keys = password_keys(config, stored=True)
+        return secret_values([config], keys) | secret_values(self._stored_task_configs(name), keys)
 
     # ---- where configs live, and who carries out changes: the specialisations ----------------------------
 

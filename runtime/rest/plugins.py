@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, Response
 
 from headwater.runtime.errors import BadRequestError, NotFoundError
-from headwater.runtime.plugins import connector_type, installed_connectors, resolve_connector_class
+from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, installed_connectors, resolve_connector_class
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import responses
 from headwater.runtime.rest.views import string_config
@@ -38,12 +38,14 @@ def plugin_infos() -> list[dict[str, Any]]:
     return sorted(found, key=lambda info: str(info["class"]))
 
 
-def _same_plugin(included: str, plugin: str) -> bool:
-    """Whether two ``connector.class`` spellings (entry-point name, class name, import path) name one class."""
+def _same_plugin(included: str, plugin: str, allowed: list[str]) -> bool:
+    """Whether two ``connector.class`` spellings (entry-point name, class name, import path) name one class;
+    ``allowed`` is the worker's ``connector.class.allowed.modules``."""
     if included == plugin:
         return True
     try:
-        return resolve_connector_class(included) is resolve_connector_class(plugin)
+        found = resolve_connector_class(included, allowed_modules=allowed)
+        return found is resolve_connector_class(plugin, allowed_modules=allowed)
     except ConfigError:
         return False
 
@@ -52,6 +54,7 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
     """The routes of ``/connector-plugins``; ``worker_config`` is the worker's parsed config (its converters are a
     connector's unless it names its own)."""
     router = APIRouter(prefix="/connector-plugins", tags=["connector-plugins"])
+    allowed = list(worker_config[ALLOWED_MODULES])
 
     @router.get("", responses=responses(list[schemas.PluginInfo]))
     def list_plugins(connectors_only: Annotated[bool, Query(alias="connectorsOnly")] = True) -> Response:
@@ -63,10 +66,10 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
     def plugin_config(plugin: str) -> Response:
         """The connector's own config keys."""
         try:
-            cls = resolve_connector_class(plugin)
+            cls = resolve_connector_class(plugin, allowed_modules=allowed)
         except ConfigError as error:
             raise NotFoundError(f"Unknown plugin {plugin}: {error.reason}") from None
-        infos = validate_connector_config({"connector.class": plugin})["configs"]
+        infos = validate_connector_config({"connector.class": plugin}, worker_config)["configs"]
         own = cls().config_def().keys
         return JSONResponse([info["definition"] for info in infos if info["definition"]["name"] in own])
 
@@ -76,7 +79,7 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
         missing) must name the path's plugin."""
         props = string_config(config)
         included = props.get("connector.class")
-        if included is not None and not _same_plugin(included, plugin):
+        if included is not None and not _same_plugin(included, plugin, allowed):
             raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
         config = {**props, "connector.class": included or plugin}
         return JSONResponse(validate_connector_config(config, worker_config))

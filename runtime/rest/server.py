@@ -1,5 +1,6 @@
 """The REST server: uvicorn serving the REST application on a thread of its own, on a socket bound before it
 starts, so a busy port fails :meth:`RestServer.start` at once and port 0 gives a free port whose number is known.
+TLS, authentication and the body limit come from :class:`~headwater.runtime.rest.security.RestSecurity`.
 """
 
 from __future__ import annotations
@@ -12,20 +13,33 @@ import time
 import uvicorn
 from fastapi import FastAPI
 
+from headwater.runtime.rest.security import RestSecurity
 from headwater.sdk.errors import ConnectError
 
 log = logging.getLogger(__name__)
 
 
 class RestServer:
-    """Serves ``app`` at ``host``:``port`` (port 0: a free one) between :meth:`start` and :meth:`stop`."""
+    """Serves ``app`` at ``host``:``port`` (port 0: a free one) between :meth:`start` and :meth:`stop`, behind
+    ``security`` (by default: plain HTTP, no authentication, the default body limit)."""
 
-    def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 8083) -> None:
+    def __init__(
+        self, app: FastAPI, host: str = "127.0.0.1", port: int = 8083, security: RestSecurity | None = None
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.security = security or RestSecurity()
+        tls = self.security.tls.uvicorn_options() if self.security.tls else {}
         config = uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="off", ws="none", http="h11", timeout_graceful_shutdown=5
+            self.security.wrap(app),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            ws="none",
+            http="h11",
+            timeout_graceful_shutdown=5,
+            **tls,
         )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
@@ -33,7 +47,8 @@ class RestServer:
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.security.tls else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     def start(self, timeout_s: float = 10.0) -> None:
         """Bind the socket and serve on a new thread; return once the server accepts requests. Raises ConnectError
@@ -56,6 +71,7 @@ class RestServer:
                 raise ConnectError(f"the REST server at {self.url} did not start within {timeout_s} s")
             time.sleep(0.01)
         log.info("REST API listening on %s", self.url)
+        self.security.warn_if_open(self.host)
 
     def _serve(self, sock: socket.socket) -> None:
         try:

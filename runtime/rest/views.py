@@ -9,6 +9,7 @@ from typing import Any
 from headwater.runtime.errors import BadRequestError
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.restarts import RestartPlan
+from headwater.runtime.secrets import hide, password_keys
 from headwater.runtime.storage.status import Status
 from headwater.runtime.tasks.base import TaskId
 from headwater.runtime.validation import config_string
@@ -29,20 +30,29 @@ def string_config(config: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def connector_info(herder: Herder, name: str) -> dict[str, Any]:
-    """``{"name", "config", "tasks": [{"connector", "task"}], "type"}``; raises NotFoundError."""
+    """``{"name", "config", "tasks": [{"connector", "task"}], "type"}``, secret values hidden; raises
+    NotFoundError."""
     info = herder.connector_info(name)
     return {
         "name": name,
-        "config": {key: config_string(value) for key, value in info.config.items() if value is not None},
+        "config": {
+            key: config_string(value)
+            for key, value in hide(info.config, password_keys(info.config, stored=True)).items()
+            if value is not None
+        },
         "tasks": [{"connector": name, "task": task} for task in range(len(info.tasks))],
         "type": info.type,
     }
 
 
 def task_infos(herder: Herder, name: str) -> list[dict[str, Any]]:
-    """``[{"id": {"connector", "task"}, "config": {...}}]``; raises NotFoundError."""
+    """``[{"id": {"connector", "task"}, "config": {...}}]``, secret values hidden (the connector's ``PASSWORD``
+    keys and the well-known names: task configs have no definition of their own); raises NotFoundError."""
+    info = herder.connector_info(name)
+    keys = password_keys(info.config, stored=True)
     return [
-        {"id": {"connector": name, "task": task}, "config": config} for task, config in enumerate(herder.tasks(name))
+        {"id": {"connector": name, "task": task}, "config": hide(config, keys)}
+        for task, config in enumerate(info.tasks)
     ]
 
 

@@ -72,6 +72,19 @@ FULL_QUEUE_WAIT_S = 0.1
 """How long ``produce`` serves delivery reports, waiting for space, when the producer's queue is full."""
 
 _ADMIN_TIMEOUT_S = 30.0
+
+_COORDINATOR_MOVING = (
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+)
+
+
+def _coordinator_moving(error: KafkaError) -> bool:
+    """Whether ``error`` says the group's coordinator is loading or moving (retriable: ask again)."""
+    return error.code() in _COORDINATOR_MOVING or "Coordinator load in progress" in error.str()
+
+
 """How long an admin request about consumer groups may take."""
 
 PRODUCER_DEFAULTS = {"enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 5}
@@ -556,13 +569,22 @@ class KafkaAdmin:
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         request = [ConsumerGroupTopicPartitions(group_id)]
-        try:
-            future = self._admin.list_consumer_group_offsets(request, request_timeout=_ADMIN_TIMEOUT_S)[group_id]
-            found = future.result(timeout=_ADMIN_TIMEOUT_S)
-        except KafkaException as error:
-            raise ConnectError(error.args[0].str()) from None
-        except TimeoutError:
-            raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
+        deadline = time.monotonic() + _ADMIN_TIMEOUT_S
+        backoff = 0.1
+        while True:
+            try:
+                future = self._admin.list_consumer_group_offsets(request, request_timeout=_ADMIN_TIMEOUT_S)[group_id]
+                found = future.result(timeout=_ADMIN_TIMEOUT_S)
+                break
+            except KafkaException as error:
+                # a broker that has just started (or moved the group's coordinator) answers "Coordinator load in
+                # progress" for a while: Kafka's own admin client retries that, and so does this
+                if not _coordinator_moving(error.args[0]) or time.monotonic() + backoff > deadline:
+                    raise ConnectError(error.args[0].str()) from None
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            except TimeoutError:
+                raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
         return {
             TopicPartition(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions or [] if tp.offset >= 0
         }

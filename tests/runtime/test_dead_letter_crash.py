@@ -10,6 +10,7 @@ from confluent_kafka import Producer
 
 from headwater.harness.kafka_worker import KafkaInspector
 from headwater.sdk import TopicPartition
+from support.connectors import ALLOWED_MODULES
 from support.process import WorkerProcess
 
 RECORDS = 40
@@ -48,7 +49,11 @@ def test_sigkill_between_dead_letter_writes_and_the_commit_loses_nothing(
         "errors.deadletterqueue.context.headers.enable": "true",
         "written.file": str(written),
     }
-    props = {"bootstrap.servers": kafka_bootstrap, "offset.flush.interval.ms": "600000"}
+    props = {
+        "bootstrap.servers": kafka_bootstrap,
+        "offset.flush.interval.ms": "600000",
+        **ALLOWED_MODULES,
+    }
     group = f"connect-{name}"
     tp = TopicPartition(topic, 0)
 

@@ -27,6 +27,7 @@ from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker
 from headwater.runtime.standalone import main as standalone_main
 from headwater.runtime.startup import GC_THRESHOLDS, wait_for_broker
 from headwater.runtime.storage.offsets import FileOffsetStore
+from support.connectors import ALLOWED_MODULES
 from support.container import ContainerWorker, _exit_code, container_worker_skip_reason
 from support.process import WorkerProcess
 
@@ -378,7 +379,7 @@ def test_sigterm_exits_although_a_cancelled_task_left_a_thread_that_never_ends(
     which the interpreter joins at exit) does not keep the process alive: it exits 0 within the timeout once the
     worker has stopped, as a Kafka Connect worker's JVM does."""
     create_topic(kafka_bootstrap, unique_name)
-    props = worker_props(kafka_bootstrap, task_shutdown_graceful_timeout_ms=1000)
+    props = {**worker_props(kafka_bootstrap, task_shutdown_graceful_timeout_ms=1000), **ALLOWED_MODULES}
     sink = {"connector.class": "support.stuck_sink:StuckSinkConnector", "topics": unique_name}
     with WorkerProcess(tmp_path, props, {unique_name: sink}) as worker:
         worker.start()

@@ -24,6 +24,7 @@ from headwater.runtime.tasks.base import State
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
 from headwater.sdk import SourceConnector, SourceRecord, SourceTask, hookimpl
+from support.connectors import ALLOWED_MODULES
 
 Make = Callable[..., SimulatedWorker]
 
@@ -156,7 +157,12 @@ def test_task_blocked_past_the_graceful_timeout_is_cancelled_and_not_told(runtim
     BlockingTask.release.clear()
     BlockingTask.entered.clear()
     worker = Worker(
-        {"task.shutdown.graceful.timeout.ms": 50, "key.converter": "json", "value.converter": "json"},
+        {
+            "task.shutdown.graceful.timeout.ms": 50,
+            "key.converter": "json",
+            "value.converter": "json",
+            **ALLOWED_MODULES,
+        },
         MemoryTransport(MemoryBroker()),
         MemoryOffsetStore(),
         clock=VirtualClock(),

@@ -250,3 +250,11 @@ def test_merge_keeps_the_prefixes_of_both_and_refuses_one_declared_twice() -> No
         merged.merge(ConfigDef().define_prefix("a.", "again"))
     with pytest.raises(ValueError, match="every key"):
         ConfigDef().define_prefix("", "everything")
+
+
+@pytest.mark.parametrize("value", ["${file:/etc/db.properties:port}", "${env:PORT}", "x${vault:a:b}y"])
+def test_a_value_holding_a_config_provider_reference_is_checked_once_resolved(value: str) -> None:
+    definition = ConfigDef().define("port", Type.INT, 1, validator=at_least(1))
+    assert definition.errors({"port": value}) == {}
+    assert definition.parse({"port": value})["port"] == value
+    assert definition.errors({"port": "${no colon}"}) != {}

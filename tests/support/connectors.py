@@ -17,6 +17,10 @@ from pathlib import Path
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = TESTS_DIR.parent / "examples"
+ALLOWED_MODULES = {"connector.class.allowed.modules": "tests,support"}
+"""Worker settings that let the test suite's workers load the connectors its test modules define by import path
+(``tests.runtime.test_x:Source``, ``support.errant_sink:ErrantSinkConnector``); by default a worker loads only
+installed connectors."""
 CONNECTOR_PATH = (TESTS_DIR, EXAMPLES_DIR)
 """The directories that make the test connectors' short names resolve, in ``PYTHONPATH`` order."""
 

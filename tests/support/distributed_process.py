@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from headwater.harness.monitorable import EVENTS_FILE_ENV, read_events
+from support.connectors import ALLOWED_MODULES
 from support.process import DEFAULT_TIMEOUT_S, WorkerProcess
 from support.rest_worker import wait_until
 
@@ -43,6 +44,7 @@ def cluster_props(bootstrap_servers: str, name: str) -> dict[str, Any]:
         "group.heartbeat.interval.ms": 500,
         "offset.flush.interval.ms": 500,
         "listeners": "http://127.0.0.1:0",
+        **ALLOWED_MODULES,
     }
 
 

@@ -12,6 +12,7 @@ from headwater.harness.monitorable import RuntimeHandles
 from headwater.runtime.properties import format_properties, read_properties
 from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.status import StatusStore
+from support.connectors import ALLOWED_MODULES
 from support.rest_worker import RestWorker
 
 MakeWorker = Callable[..., RestWorker]
@@ -30,6 +31,7 @@ def make_rest_worker(kafka_bootstrap: str, tmp_path: Path, runtime_handles: Runt
             "offset.storage.file.filename": str(tmp_path / f"offsets-{len(made)}"),
             "offset.flush.interval.ms": 200,
             "consumer.max.poll.records": 100,
+            **ALLOWED_MODULES,
             **{key.replace("_", "."): value for key, value in props.items()},
         }
         path = tmp_path / f"worker-{len(made)}.properties"

@@ -31,11 +31,12 @@ def test_the_default_listener_is_the_loopback_interface_on_8083() -> None:
     assert parse_listener("listeners", "http://127.0.0.1:8083") == ("127.0.0.1", 8083)
     assert parse_listener("listeners", "http://[::1]:0/") == ("::1", 0)
     assert parse_listener("listeners", "http://:8083") == ("0.0.0.0", 8083)
+    assert parse_listener("listeners", "https://localhost:8443") == ("localhost", 8443)
 
 
 @pytest.mark.parametrize(
     "listeners",
-    ["https://127.0.0.1:8443", "127.0.0.1:8083", "http://h:port", "http://h:70000", "http://a:1,http://b:2"],
+    ["ftp://127.0.0.1:8443", "127.0.0.1:8083", "http://h:port", "http://h:70000", "http://a:1,http://b:2"],
 )
 def test_bad_listeners_are_config_errors(listeners: str) -> None:
     with pytest.raises(ConfigError) as error:

@@ -1,0 +1,124 @@
+"""The REST listener's worker keys beyond ``listeners``: TLS for an ``https://`` listener, authentication, and
+request limits. Only definitions: :mod:`headwater.runtime.rest.security` reads them when the REST server starts."""
+
+from __future__ import annotations
+
+from headwater.sdk.config import ConfigDef, Importance, Type, at_least, one_of
+
+BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+"""The one ``rest.extension.classes`` entry Headwater implements: Kafka Connect's basic-auth extension."""
+
+HTTPS = "listeners.https."
+TLS_GROUP = "REST TLS"
+AUTH_GROUP = "REST authentication"
+
+LISTENER_CONFIG = (
+    ConfigDef()
+    .define(
+        HTTPS + "ssl.certificate.location",
+        Type.STRING,
+        None,
+        Importance.HIGH,
+        "PEM file with the certificate chain an https listener presents (server certificate first); it may hold "
+        "the private key too. An https listener needs this or listeners.https.ssl.keystore.location.",
+        group=TLS_GROUP,
+    )
+    .define(
+        HTTPS + "ssl.key.location",
+        Type.STRING,
+        None,
+        Importance.HIGH,
+        "PEM file with the private key of the certificate; blank when the certificate file holds it.",
+        group=TLS_GROUP,
+    )
+    .define(
+        HTTPS + "ssl.key.password",
+        Type.PASSWORD,
+        None,
+        Importance.HIGH,
+        "Password of an encrypted private key.",
+        group=TLS_GROUP,
+    )
+    .define(
+        HTTPS + "ssl.keystore.location",
+        Type.STRING,
+        None,
+        Importance.LOW,
+        "PKCS12 keystore with the private key and certificate chain an https listener presents, instead of PEM "
+        "files (a JKS keystore is refused: keytool -importkeystore -deststoretype PKCS12 converts it).",
+        group=TLS_GROUP,
+    )
+    .define(
+        HTTPS + "ssl.keystore.password",
+        Type.PASSWORD,
+        None,
+        Importance.HIGH,
+        "Password of the PKCS12 keystore.",
+        group=TLS_GROUP,
+    )
+    .define(
+        HTTPS + "ssl.client.auth",
+        Type.STRING,
+        "none",
+        Importance.MEDIUM,
+        "Client certificates on an https listener: none asks for none; requested verifies one if the client sends "
+        "it; required refuses the TLS handshake without a certificate signed by a CA of "
+        "listeners.https.ssl.truststore.location, and such a certificate then authenticates the client (mutual TLS).",
+        one_of("none", "requested", "required"),
+        group=TLS_GROUP,
+    )
+    .define(
+        HTTPS + "ssl.truststore.location",
+        Type.STRING,
+        None,
+        Importance.MEDIUM,
+        "PEM file of the CA certificates client certificates are verified against; required when "
+        "listeners.https.ssl.client.auth is requested or required.",
+        group=TLS_GROUP,
+    )
+    .define(
+        "rest.auth.basic.credentials.file",
+        Type.STRING,
+        None,
+        Importance.HIGH,
+        "Turns on HTTP basic authentication for every REST endpoint: a file of user: password lines (Java "
+        "properties syntax, the format of Kafka Connect's PropertyFileLoginModule).",
+        group=AUTH_GROUP,
+    )
+    .define(
+        "rest.extension.classes",
+        Type.LIST,
+        "",
+        Importance.LOW,
+        f"Kafka Connect's REST extensions: only {BASIC_AUTH_EXTENSION} is implemented, and turns on basic "
+        "authentication with the credentials file that rest.auth.jaas.config.location's KafkaConnect entry names.",
+        group=AUTH_GROUP,
+    )
+    .define(
+        "rest.auth.jaas.config.location",
+        Type.STRING,
+        None,
+        Importance.LOW,
+        "JAAS file for the basic-auth REST extension (Kafka Connect's java.security.auth.login.config): its "
+        'KafkaConnect entry\'s PropertyFileLoginModule file="..." option names the credentials file. Default: the '
+        "HEADWATER_JAAS_CONFIG environment variable.",
+        group=AUTH_GROUP,
+    )
+    .define(
+        "rest.authenticator",
+        Type.STRING,
+        None,
+        Importance.LOW,
+        "Name of an authenticator in the headwater.rest_authenticators entry-point group, asked about every REST "
+        "request (see Security in the docs).",
+        group=AUTH_GROUP,
+    )
+    .define(
+        "rest.request.body.max.bytes",
+        Type.LONG,
+        4 * 1024 * 1024,
+        Importance.LOW,
+        "Largest REST request body accepted; a larger one is refused with HTTP 413 before it is read.",
+        at_least(1),
+    )
+)
