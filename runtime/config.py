@@ -116,8 +116,20 @@ WORKER_CONFIG = (
         Type.LONG,
         5_000,
         Importance.LOW,
-        "How long to wait for a task to stop before it is cancelled; once a worker command has stopped on a signal, "
-        "also how long its process may take to exit before it exits anyway.",
+        "How long to wait for a worker's tasks to stop before those still running are cancelled, and for a "
+        "connector's stop() before it is left to finish on its own thread; once a worker command has stopped on a "
+        "signal, also how long its process may take to exit before it exits anyway.",
+        at_least(0),
+    )
+    .define(
+        "connector.start.wait.ms",
+        Type.LONG,
+        5_000,
+        Importance.LOW,
+        "How long a REST request that starts a connector on a standalone worker (create, update, resume, restart) "
+        "waits for the connector's start() before it answers. A start() still running then goes on in the "
+        "background on the connector's own thread: the connector's status says where it waits, its tasks start "
+        "once it returns, and no other request waits for it.",
         at_least(0),
     )
     .define(

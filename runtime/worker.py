@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from headwater.runtime.clients import client_settings, override_prefix
@@ -26,68 +26,23 @@ from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.dead_letter import create_topic as create_dead_letter_topic
 from headwater.runtime.tasks.sink import WorkerSinkTask
-from headwater.runtime.tasks.source import StoreOffsetReader, WorkerSourceTask
+from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.transport.base import NewTopic, Transport
+from headwater.runtime.worker_connector import LifecycleThread, Listener, WorkerConnector, WorkerConnectorContext
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
-from headwater.sdk.context import Clock, ConnectorContext
+from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.providers import has_reference
 from headwater.sdk.task import SinkTask, SourceTask
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[str, "int | None", State, "str | None"], None]
-"""Told of every connector (task ``None``) and task state change: connector, task, state, failure trace."""
-
 
 def connector_config_def(connector: Connector) -> ConfigDef:
     """The runtime's common keys for the connector's kind plus the connector's own."""
     common = SINK_CONNECTOR_CONFIG if isinstance(connector, SinkConnector) else SOURCE_CONNECTOR_CONFIG
     return common.merge(connector.config_def())
-
-
-class WorkerConnectorContext(ConnectorContext):
-    def __init__(self, owner: WorkerConnector, clock: Clock, store: OffsetStore) -> None:
-        self._owner = owner
-        self.clock = clock
-        self.offset_storage_reader = StoreOffsetReader(store, owner.name)
-
-    def request_task_reconfiguration(self) -> None:
-        self._owner.reconfiguration_requested.set()
-
-    def raise_error(self, error: Exception) -> None:
-        self._owner.fail(error)
-
-
-@dataclass
-class WorkerConnector:
-    """A running connector instance and its hooks."""
-
-    name: str
-    instance: Connector
-    config: dict[str, Any]
-    hooks: Any = None
-    state: State = State.UNASSIGNED
-    trace: str | None = None
-    listener: Listener | None = None
-    reconfiguration_requested: threading.Event = field(default_factory=threading.Event)
-    stop_delivered: bool | None = None
-    references: dict[str, str] = field(default_factory=dict)
-    """Resolved values of its config's references, each mapped to the reference text it came from."""
-
-    @property
-    def kind(self) -> str:
-        return "sink" if isinstance(self.instance, SinkConnector) else "source"
-
-    def set_state(self, state: State, trace: str | None = None) -> None:
-        self.state, self.trace = state, trace
-        if self.listener is not None:
-            self.listener(self.name, None, state, trace)
-
-    def fail(self, error: BaseException) -> None:
-        log.error("connector %s failed: %s", self.name, error, exc_info=error)
-        self.set_state(State.FAILED, "".join(traceback.format_exception(error)))
 
 
 class Worker:
@@ -144,8 +99,11 @@ class Worker:
     def start_connector(
         self, name: str, props: Mapping[str, Any], paused: bool = False, report: bool = True
     ) -> WorkerConnector:
-        """Create and start a connector instance; one whose ``start`` raises is kept, FAILED. ``report=False``
-        keeps its state changes from the listener (an instance started only to be told it is deleted).
+        """Create a connector instance and start it on its lifecycle thread (:class:`WorkerConnector`): on a threaded
+        worker this returns at once, and ``started`` is set, and ``reconfiguration_requested`` too when it started,
+        once its ``start`` returns; stepped, it has started when this returns. One whose ``start`` raises is kept,
+        FAILED. ``report=False`` keeps its state changes from the listener (an instance started only to be told it
+        is deleted).
 
         The instance gets ``props`` with its ``${provider:path:key}`` references resolved; one that cannot be
         resolved, or a resolved value that is not valid, leaves the connector FAILED, its trace naming the key and
@@ -162,19 +120,28 @@ class Worker:
             cls = resolve_connector_class(props.get("connector.class", ""))
             connector = WorkerConnector(name, cls(), {**props, "name": name}, listener=listener)
             self.connectors[name] = connector
-            connector.fail(hide_values(error, found))
+            connector.started_as(None, hide_values(error, found))
             return connector
-        instance = cls()
-        connector = WorkerConnector(name, instance, parsed, listener=listener, references=found)
+        connector = WorkerConnector(name, cls(), parsed, listener=listener, references=found, paused=paused)
+        connector.lifecycle = LifecycleThread(f"connector-{name}", inline=not self.threaded)
         self.connectors[name] = connector
+        connector.start_began = time.monotonic()
+        connector.lifecycle.submit(lambda: self._start_instance(connector, {k: str(v) for k, v in resolved.items()}))
+        return connector
+
+    def _start_instance(self, connector: WorkerConnector, props: dict[str, str]) -> None:
+        """On the connector's lifecycle thread: initialize and start the instance, then report its state."""
         try:
+            instance = connector.instance
             connector.hooks = plugin_manager(instance, self.plugins).hook
             instance.initialize(WorkerConnectorContext(connector, self.clock, self.offset_store))
-            instance.start({k: str(v) for k, v in resolved.items()})
-            connector.set_state(State.PAUSED if paused else State.RUNNING)
+            instance.start(props)
         except Exception as error:
-            connector.fail(error)
-        return connector
+            connector.started_as(None, error)
+            return
+        connector.started_as(State.PAUSED if connector.paused else State.RUNNING)
+        if self.threaded:  # the herder asks it for task configs at its next pass
+            connector.reconfiguration_requested.set()
 
     def connector_task_configs(self, name: str) -> list[dict[str, str]]:
         connector = self.connectors[name]
@@ -187,11 +154,40 @@ class Worker:
 
     def stop_connector(self, name: str, connector_deleted: bool = False) -> None:
         """Stop the connector instance running here, if any, with the ``stop`` hook; a deleted connector is
-        stopped through :meth:`delete_connector`, which covers the states where none runs."""
+        stopped through :meth:`delete_connector`, which covers the states where none runs.
+
+        ``stop`` runs on the connector's lifecycle thread, after its ``start`` returned; this waits for it up to
+        ``task.shutdown.graceful.timeout.ms`` (Kafka Connect waits for a connector's shutdown the same way). One
+        that takes longer is left to finish on its own thread and reports nothing more: it is logged as an error,
+        and, for a deleted connector, kept in :attr:`cleanup_errors`."""
         connector = self.connectors.get(name)
         if connector is None or connector.stop_delivered is not None:
             self.connectors.pop(name, None)
             return
+        stopped = connector.lifecycle.submit(lambda: self._stop_instance(connector, connector_deleted))
+        connector.lifecycle.close()
+        timeout_s = int(self.config["task.shutdown.graceful.timeout.ms"]) / 1000
+        try:
+            stopped.result(timeout_s)
+        except TimeoutError:
+            connector.listener = None  # a newer instance of it may run by the time this one finishes
+            why = "start() has not returned" if connector.start_began is not None else "stop() has not returned"
+            log.error(
+                "connector %s did not stop within %.1f s (its %s); it is left to finish on its own thread, and "
+                "stop(connector_deleted=%s) is delivered when it can be",
+                name,
+                timeout_s,
+                why,
+                connector_deleted,
+            )
+            if connector_deleted:
+                self.cleanup_errors.append((name, f"stop(connector_deleted=True) not done within {timeout_s} s"))
+        finally:
+            del self.connectors[name]
+
+    def _stop_instance(self, connector: WorkerConnector, connector_deleted: bool) -> None:
+        """On the connector's lifecycle thread: deliver ``stop`` and report the connector STOPPED."""
+        name = connector.name
         try:
             if connector.hooks is not None:
                 connector.hooks.stop(instance=connector.instance, connector_deleted=connector_deleted)
@@ -202,7 +198,6 @@ class Worker:
             if connector_deleted:
                 self._cleanup_failed(name, f"stop(connector_deleted=True) raised {error!r}")
         connector.stop_delivered = connector_deleted
-        del self.connectors[name]
         if connector.state is not State.FAILED:
             connector.set_state(State.STOPPED)
 
@@ -210,13 +205,14 @@ class Worker:
         """Deliver ``stop(connector_deleted=True)`` to the connector whatever its state, after the herder stopped
         its tasks (they get the flag from :meth:`stop_tasks`).
 
-        The instance running here gets it: RUNNING, PAUSED, or FAILED (a connector whose ``start`` raised keeps
-        its instance). When none runs here (a STOPPED connector, which Kafka Connect runs no instance of), a fresh
-        instance is started from ``props``, the connector's last config, without reporting its state, and stopped
-        with the flag at once; no task is started. When that ``start`` raises, the instance still gets
-        ``stop(connector_deleted=True)``, to remove what it can, as a FAILED connector's instance does. Nothing
-        here raises: the delete goes through, and whatever kept the cleanup from running or completing is logged
-        as an error and kept in :attr:`cleanup_errors`."""
+        The instance running here gets it: RUNNING, PAUSED, FAILED (a connector whose ``start`` raised keeps
+        its instance), or still starting (it gets it once its ``start`` returns). When none runs here (a STOPPED
+        connector, which Kafka Connect runs no instance of), a fresh instance is started from ``props``, the
+        connector's last config, without reporting its state, and stopped with the flag at once; no task is
+        started. When that ``start`` raises, the instance still gets ``stop(connector_deleted=True)``, to remove
+        what it can, as a FAILED connector's instance does. Nothing here raises: the delete goes through, and
+        whatever kept the cleanup from running or completing is logged as an error and kept in
+        :attr:`cleanup_errors`."""
         if name not in self.connectors:
             if props is None:
                 self._cleanup_failed(name, "stop(connector_deleted=True) not delivered: its config is not known here")
@@ -231,6 +227,7 @@ class Worker:
             except Exception as error:  # its class or config no longer loads: there is no instance to tell
                 self._cleanup_failed(name, f"stop(connector_deleted=True) not delivered: {error!r}")
                 return
+            connector.started.wait(int(self.config["task.shutdown.graceful.timeout.ms"]) / 1000)
             if connector.state is State.FAILED:
                 reason = (connector.trace or "").strip().splitlines()[-1:] or ["?"]
                 self._cleanup_failed(
@@ -341,12 +338,13 @@ class Worker:
         for task in stopping:
             task.stop(connector_deleted)
         timeout_s = int(self.config["task.shutdown.graceful.timeout.ms"]) / 1000
+        deadline = time.monotonic() + timeout_s  # one for all, as Kafka Connect awaits its tasks
         for task in stopping:
             thread = self._threads.pop(task.id, None)
             if thread is None:
                 task.shutdown()
             else:
-                thread.join(timeout_s)
+                thread.join(max(0.0, deadline - time.monotonic()))
                 if thread.is_alive():
                     log.error(
                         "task %s did not stop within %.1f s; cancelling it; stop(connector_deleted=%s) "
@@ -363,16 +361,29 @@ class Worker:
         return sorted(i for i in self.tasks if i.connector == connector)
 
     def pause(self, connector: str) -> None:
-        if connector in self.connectors:
-            self.connectors[connector].set_state(State.PAUSED)
+        self._set_paused(connector, True)
         for id in self.task_ids(connector):
             self.tasks[id].pause()
 
     def resume(self, connector: str) -> None:
-        if connector in self.connectors:
-            self.connectors[connector].set_state(State.RUNNING)
+        self._set_paused(connector, False)
         for id in self.task_ids(connector):
             self.tasks[id].resume()
+
+    def _set_paused(self, name: str, paused: bool) -> None:
+        """Pause or resume the connector instance; one still starting takes that state once started."""
+        connector = self.connectors.get(name)
+        if connector is None:
+            return
+        connector.paused = paused
+        if connector.started.is_set() and connector.state is not State.FAILED:
+            connector.set_state(State.PAUSED if paused else State.RUNNING)
+
+    def report_starting(self) -> None:
+        """Report the connectors whose ``start`` is taking long, and where each waits
+        (:meth:`WorkerConnector.report_starting`); the herders' loops call this."""
+        for connector in list(self.connectors.values()):
+            connector.report_starting()
 
     def step(self) -> bool:
         """One pass of every task (stepped mode); return whether any moved records."""

@@ -116,6 +116,7 @@ class Herder(abc.ABC):
                 raise AlreadyExistsError(f"Connector {name} already exists")
             self._write_config(name, props, created, TargetState.initial(initial_state))
         _warn_unknown(name, unknown)
+        self._await_start(name)
         return created
 
     def patch_connector_config(self, name: str, changes: Mapping[str, Any]) -> None:
@@ -130,6 +131,7 @@ class Herder(abc.ABC):
             unknown = self._check(merged)
             self._patch_config(name, dict(changes), merged)
         _warn_unknown(name, unknown)
+        self._await_start(name)
 
     def _check(self, props: dict[str, Any]) -> dict[str, str]:
         """Validate a connector config (the unknown keys' warnings returned); an error shows no secret value."""
@@ -172,7 +174,8 @@ class Herder(abc.ABC):
             request = RestartRequest(name, None, include_tasks, only_failed)
             plan = build_restart_plan(request, status, self.task_statuses(name))
             self._restart(request, plan)
-            return plan
+        self._await_start(name)
+        return plan
 
     def restart_task(self, id: TaskId) -> None:
         with self.lock:
@@ -315,6 +318,12 @@ class Herder(abc.ABC):
     def _running_tasks(self, name: str) -> list[WorkerTask]:
         """The connector's tasks this worker runs."""
 
+    def _await_start(self, name: str) -> None:
+        """After a request that may have started the connector here, with :attr:`lock` released: wait for its
+        ``start`` as the worker's ``connector.start.wait.ms`` says, and start its tasks if it did start. Where
+        requests do not start connectors themselves there is nothing to wait for."""
+        return None
+
     def _refresh_statuses(self) -> None:
         """Catch up with statuses other workers wrote (nothing to do where there are none)."""
         return None
@@ -329,6 +338,7 @@ class Herder(abc.ABC):
         with self.lock:
             self._require(name)
             self._set_target_state(name, state)
+        self._await_start(name)
 
     def _require(self, name: str) -> dict[str, Any]:
         config = self._stored_config(name)

@@ -82,6 +82,7 @@ class DistributedHerder(Herder):
             self.member.update(plan)
             self._version = version  # only once applied: a failed pass is tried again
         self.member.serve_requests()
+        self.worker.report_starting()
         self.task_group.poll(timeout_s)
         self.connector_group.poll(0)
         self._track_topics()

@@ -21,10 +21,10 @@ log = logging.getLogger(__name__)
 
 def generate_task_configs(worker: Worker, name: str) -> list[dict[str, str]] | None:
     """Ask the connector running on ``worker`` for its task configs (``Connector.task_configs`` with the
-    connector's ``tasks.max``); ``None`` when it is not running or has failed, and when asking fails, which fails
-    the connector with the error."""
+    connector's ``tasks.max``); ``None`` when it is not running, is still starting or has failed, and when asking
+    fails, which fails the connector with the error."""
     connector = worker.connectors.get(name)
-    if connector is None or connector.state is State.FAILED:
+    if connector is None or not connector.started.is_set() or connector.state is State.FAILED:
         return None
     try:
         return worker.connector_task_configs(name)

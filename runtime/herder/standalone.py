@@ -39,13 +39,25 @@ class StandaloneHerder(Herder):
         """The last state each connector and task of this worker reported, with its trace."""
 
     def tick(self) -> None:
-        """Serve task reconfiguration requests made by connectors; record the topics the tasks used."""
+        """Serve task reconfiguration requests made by connectors (a connector whose ``start`` returned on its own
+        thread makes one); record the topics the tasks used; report connectors whose ``start`` takes long."""
         with self.lock:
             for name, connector in list(self.worker.connectors.items()):
                 if connector.reconfiguration_requested.is_set():
                     connector.reconfiguration_requested.clear()
                     self._reconfigure(name)
             self.active_topics.track(list(self.worker.tasks.values()))
+        self.worker.report_starting()
+
+    def _await_start(self, name: str) -> None:
+        connector = self.worker.connectors.get(name)
+        wait_s = int(self.worker.config["connector.start.wait.ms"]) / 1000
+        if connector is None or not connector.started.wait(wait_s):
+            return
+        with self.lock:
+            if self.worker.connectors.get(name) is connector and connector.reconfiguration_requested.is_set():
+                connector.reconfiguration_requested.clear()
+                self._reconfigure(name)
 
     def stop(self) -> None:
         with self.lock:

@@ -73,7 +73,14 @@ class RestWorker:
         return found["connector"]["state"], [task["state"] for task in found["tasks"]]
 
     def wait_for_states(self, name: str, connector: str, tasks: list[str]) -> None:
-        wait_until(lambda: self.states(name) == (connector, tasks), f"{name} reaching {connector} {tasks}")
+        """Wait until the connector and its tasks are in these states (no status yet counts as not yet)."""
+
+        def reached() -> bool:
+            if self.http.get(f"/connectors/{name}/status").status_code == 404:
+                return False
+            return self.states(name) == (connector, tasks)
+
+        wait_until(reached, f"{name} reaching {connector} {tasks}")
 
     def topics(self, name: str) -> list[str]:
         response = self.http.get(f"/connectors/{name}/topics")
