@@ -9,9 +9,11 @@
                   "value": {"name", "value", "recommended_values", "errors", "visible"}}]}
 
 The keys are the runtime's common keys for the connector's kind followed by the connector's own; each error message
-names its key. A connector that overrides ``validate`` is asked too, and what it raises is added to its key. A key
-Headwater does not implement yet, and a key nothing recognises (:mod:`~headwater.runtime.connector_keys`), is
-reported without a definition, with its error.
+names its key. A connector that overrides ``validate`` is asked too, and what it raises is added to its key, unless
+the config sets a client setting the worker does not let connectors set (:mod:`~headwater.runtime.override_policy`):
+a connector may make clients from its config to check it. A key Headwater does not implement yet, a refused client
+setting, and a key nothing recognises (:mod:`~headwater.runtime.connector_keys`), is reported without a definition,
+with its error.
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def _errors(
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None, worker_config), props), {}
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
     errors = definition.errors(props)
-    if type(probe).validate is not Connector.validate:
+    # a connector may make clients from its config to check it (the mirror does): never with a refused setting
+    refused = client_refusals(props, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
+    if type(probe).validate is not Connector.validate and not refused:
         try:
             probe.validate(props)
         except ConfigError as error:
