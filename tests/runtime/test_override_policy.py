@@ -4,6 +4,7 @@ command or reads local files unless ``connector.client.config.allowed.unsafe.key
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 from headwater.runtime.config import WORKER_CONFIG
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.override_policy import OVERRIDE_POLICY, client_refusals, policy_name
+from headwater.runtime.properties import PropertiesError
+from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.unsafe_settings import ALLOWED_UNSAFE, UNSAFE_SETTINGS
@@ -145,3 +148,28 @@ def test_the_worker_refuses_a_stored_config_it_would_not_accept_now() -> None:
     with pytest.raises(ConfigError, match=r"producer\.override\.plugin\.library\.paths: the client setting"):
         worker.start_connector("c", props)
     assert "c" not in worker.connectors
+
+
+def test_a_standalone_connector_file_is_held_to_the_same_rules(tmp_path: Path) -> None:
+    """The worker file may set an unsafe setting for its own clients; a connector file may not, unless allowed."""
+    worker = tmp_path / "worker.properties"
+    worker.write_text("bootstrap.servers=127.0.0.1:1\nproducer.ssl.ca.location=/etc/ca.pem\n", encoding="utf-8")
+    connector = tmp_path / "c.properties"
+    connector.write_text(
+        "name=src\nconnector.class=monitorable-source\ntopic=t\nproducer.override.ssl.engine.location=/tmp/e.so\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(PropertiesError) as raised:
+        StandaloneWorker.from_paths(worker, [connector])
+    assert str(raised.value).startswith(
+        f"{connector}:4: producer.override.ssl.engine.location: producer.override.ssl.engine.location: the client "
+        "setting ssl.engine.location loads a shared library"
+    )
+
+
+def test_a_bad_policy_in_a_worker_file_stops_the_worker_naming_the_key(tmp_path: Path) -> None:
+    worker = tmp_path / "worker.properties"
+    worker.write_text(f"bootstrap.servers=127.0.0.1:1\n{OVERRIDE_POLICY}=Everything\n", encoding="utf-8")
+    with pytest.raises(PropertiesError) as raised:
+        StandaloneWorker.from_paths(worker, [])
+    assert str(raised.value).startswith(f"{worker}:2: {OVERRIDE_POLICY}: invalid value 'Everything': Expected one of")
