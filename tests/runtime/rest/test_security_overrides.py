@@ -1,20 +1,24 @@
 """Client overrides an unauthenticated caller could abuse (issue 21), through the REST API of a real worker on the
 real broker, as an attacker would send them: a client setting that loads code (``plugin.library.paths``) is refused
 with a 400 naming the key and is never loaded, not even by a connector's validate that makes its own clients (the
-mirror's); the worker's override policy refuses what it does not allow; a JDBC URL never creates a file."""
+mirror's); the worker's override policy refuses what it does not allow; a JDBC URL never creates a file. The
+attacks on client settings go to a standalone and a distributed worker alike."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from support.rest_worker import RestWorker
+from headwater.runtime.distributed import DistributedWorker
+from headwater.runtime.properties import format_properties, read_properties
+from support.distributed_process import cluster_props
+from support.rest_worker import RestWorker, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -23,6 +27,28 @@ MakeWorker = Callable[..., RestWorker]
 SOURCE = {"connector.class": "support.counting_source:CountingSourceConnector", "topic": "overrides"}
 POLICY = "connector.client.config.override.policy"
 ALLOWED_UNSAFE = "connector.client.config.allowed.unsafe.keys"
+
+
+@pytest.fixture(params=["standalone", "distributed"])
+def make_worker(
+    request: pytest.FixtureRequest, make_rest_worker: MakeWorker, kafka_bootstrap: str, tmp_path: Path, unique_name: str
+) -> Iterator[MakeWorker]:
+    """``make_worker(**worker_props)``: a running standalone worker, or the one worker of a distributed cluster."""
+    if request.param == "standalone":
+        yield make_rest_worker
+        return
+    made: list[RestWorker] = []
+
+    def make(**props: Any) -> RestWorker:
+        path = tmp_path / f"distributed-{len(made)}.properties"
+        path.write_text(format_properties({**cluster_props(kafka_bootstrap, unique_name), **props}), encoding="utf-8")
+        made.append(RestWorker(DistributedWorker(read_properties(path))))
+        return made[-1]
+
+    yield make
+    for worker in made:
+        if worker.thread.is_alive():
+            worker.stop()
 
 
 @pytest.fixture
@@ -69,10 +95,10 @@ def refused(response: httpx.Response, key: str, *words: str) -> None:
 
 
 def test_a_plugin_library_path_is_refused_and_never_loaded(
-    make_rest_worker: MakeWorker, kafka_bootstrap: str, evil_library: tuple[Path, Path]
+    make_worker: MakeWorker, kafka_bootstrap: str, evil_library: tuple[Path, Path]
 ) -> None:
     library, marker = evil_library
-    worker: RestWorker = make_rest_worker()
+    worker = make_worker()
     http = worker.http
     attack = {**SOURCE, "producer.override.plugin.library.paths": str(library)}
     key = "producer.override.plugin.library.paths"
@@ -85,7 +111,7 @@ def test_a_plugin_library_path_is_refused_and_never_loaded(
         config = mirror(kafka_bootstrap, **{mirror_key: str(library)})
         assert "loads a shared library" in validate_errors(http, config)[mirror_key][0]
         refused(http.post("/connectors", json={"name": "evil-mirror", "config": config}), mirror_key)
-    assert http.get("/connectors").json() == ["good"]
+    wait_until(lambda: http.get("/connectors").json() == ["good"], "the good connector listed, alone")
     assert "producer.override.plugin.library.paths" not in http.get("/connectors/good/config").json()
     assert not marker.exists(), "the worker loaded the library"
 
@@ -102,8 +128,8 @@ def test_the_probe_sees_a_load_when_the_worker_allows_it(
     assert any("conf_init" in error for found in errors.values() for error in found), "it is no librdkafka plugin"
 
 
-def test_policy_none_refuses_every_override(make_rest_worker: MakeWorker) -> None:
-    worker = make_rest_worker(
+def test_policy_none_refuses_every_override(make_worker: MakeWorker) -> None:
+    worker = make_worker(
         **{POLICY: "org.apache.kafka.connect.connector.policy.NoneConnectorClientConfigOverridePolicy"}
     )
     config = {**SOURCE, "producer.override.acks": "all"}
@@ -114,10 +140,11 @@ def test_policy_none_refuses_every_override(make_rest_worker: MakeWorker) -> Non
     assert worker.http.get("/connectors").json() == []
 
 
-def test_policy_principal_allows_the_identity_and_refuses_the_rest(make_rest_worker: MakeWorker) -> None:
-    worker = make_rest_worker(**{POLICY: "Principal"})
+def test_policy_principal_allows_the_identity_and_refuses_the_rest(make_worker: MakeWorker) -> None:
+    worker = make_worker(**{POLICY: "Principal"})
     identity = {"producer.override.security.protocol": "PLAINTEXT", "producer.override.sasl.mechanism": "PLAIN"}
     worker.create("c", {**SOURCE, **identity})
+    wait_until(lambda: worker.http.get("/connectors/c/status").status_code == 200, "a status for c")
     worker.wait_for_states("c", "RUNNING", ["RUNNING"])
     jaas = {"producer.override.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required;"}
     assert not validate_errors(worker.http, {**SOURCE, **jaas}).get("producer.override.sasl.jaas.config")
