@@ -12,11 +12,12 @@ clients is covered without its cooperation, and independently of the override po
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.sdk.config import ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
+from headwater.sdk.providers import has_reference
 
 ALLOWED_UNSAFE = "connector.client.config.allowed.unsafe.keys"
 """The worker key listing the unsafe settings connector configs may set."""
@@ -31,7 +32,8 @@ UNSAFE_SETTINGS: Mapping[str, str] = {
     "ssl.engine.location": _LOADS_CODE,
     "ssl.providers": "loads OpenSSL provider modules (code) into the worker",
     "sasl.kerberos.kinit.cmd": _RUNS_COMMAND,
-    "sasl.kerberos.keytab": _READS_FILE + " (and is put into the kinit command)",
+    "sasl.kerberos.keytab": _READS_FILE + " (and is put into the kinit shell command)",
+    "sasl.kerberos.principal": "is put into the kinit shell command librdkafka runs on the worker's host",
     "ssl.key.location": _READS_FILE,
     "ssl.certificate.location": _READS_FILE,
     "ssl.ca.location": _READS_FILE,
@@ -45,9 +47,16 @@ UNSAFE_SETTINGS: Mapping[str, str] = {
     "sasl.oauthbearer.assertion.jwt.template.file": _READS_FILE,
     "offset.store.path": _WRITES_FILE,
     "offset.store.method": _WRITES_FILE + " (offset.store.method=file)",
+    "sasl.oauthbearer.token.endpoint.url": "reads a local file of the worker's host with a scheme other than http(s)",
 }
 """Each unsafe client setting (librdkafka's name; ``ssl.truststore.location`` is Kafka's Java client's) with what
 it does that a connector config must not ask for."""
+
+SAFE_VALUES: Mapping[str, Callable[[str], bool]] = {
+    "sasl.oauthbearer.token.endpoint.url": lambda value: value.lower().startswith(("http://", "https://")),
+}
+"""Unsafe settings that some values make safe: an OIDC token endpoint given as an ``http://`` or ``https://`` URL
+(librdkafka fetches it with libcurl, which reads ``file://`` URLs too)."""
 
 
 def _known_settings(key: str, value: Any) -> None:
@@ -64,9 +73,10 @@ UNSAFE_SETTINGS_CONFIG = ConfigDef().define(
     "",
     Importance.MEDIUM,
     "Client settings that load code, run a command or read or write local files (plugin.library.paths, "
-    "ssl.engine.location, ssl.providers, sasl.kerberos.kinit.cmd, sasl.kerberos.keytab, ssl.*.location, "
-    "https.ca.location, ssl.ca.certificate.stores, the sasl.oauthbearer.assertion files, offset.store.path and "
-    "offset.store.method) that connector configs may set anyway, by name (ssl.ca.location, say). By default none: "
+    "ssl.engine.location, ssl.providers, sasl.kerberos.kinit.cmd, sasl.kerberos.keytab, sasl.kerberos.principal, "
+    "ssl.*.location, https.ca.location, ssl.ca.certificate.stores, the sasl.oauthbearer.assertion files, "
+    "offset.store.path, offset.store.method, and sasl.oauthbearer.token.endpoint.url unless http:// or https://) "
+    "that connector configs may set anyway, by name (ssl.ca.location, say). By default none: "
     "a connector config key ending in one of them (producer.override.plugin.library.paths, "
     "source.ssl.key.location) is refused whatever connector.client.config.override.policy says. This file may set "
     "them for the worker's own clients either way.",
@@ -88,10 +98,20 @@ def unsafe_errors(props: Mapping[str, Any], worker_config: Mapping[str, Any]) ->
     found: dict[str, str] = {}
     for name, value in props.items():
         setting = unsafe_setting(name)
-        if setting is None or setting in allowed or (value is not None and str(value).strip() == ""):
+        if setting is None or setting in allowed or _harmless(setting, value):
             continue
         found[name] = (
             f"{name}: the client setting {setting} {UNSAFE_SETTINGS[setting]}, so a connector config may not set "
             f"it; list {setting} in the worker's {ALLOWED_UNSAFE} to allow it"
         )
     return found
+
+
+def _harmless(setting: str, value: Any) -> bool:
+    """Whether ``value`` asks for nothing unsafe: blank, a value :data:`SAFE_VALUES` accepts, or a config provider
+    reference to such a setting (checked once resolved, when the worker starts the connector)."""
+    if value is None:
+        return False
+    text = str(value).strip()
+    check = SAFE_VALUES.get(setting)
+    return text == "" or (check is not None and (check(text) or has_reference(text)))

@@ -123,6 +123,18 @@ def test_a_blank_unsafe_setting_asks_for_nothing() -> None:
     assert refused({"producer.override.plugin.library.paths": " "}) == {}
 
 
+def test_an_oidc_token_endpoint_must_be_http_or_https() -> None:
+    key = "producer.override.sasl.oauthbearer.token.endpoint.url"
+    assert refused({key: "https://idp.example/token"}) == {}
+    assert refused({key: "${env:OIDC_URL}"}) == {}  # checked once resolved, when the worker starts it
+    assert "reads a local file" in refused({key: "file:///etc/shadow"})[key][0]
+
+
+def test_the_kerberos_principal_is_refused_it_goes_into_a_shell_command() -> None:
+    key = "producer.override.sasl.kerberos.principal"
+    assert "kinit shell command" in refused({key: "x; touch /tmp/pwned"})[key][0]
+
+
 def test_an_allowance_naming_no_unsafe_setting_is_refused_naming_the_key() -> None:
     with pytest.raises(ConfigError, match=f"{ALLOWED_UNSAFE}: ssl.ca.locaton: not an unsafe client setting"):
         worker_config(**{ALLOWED_UNSAFE: "ssl.ca.locaton"})
