@@ -9,9 +9,11 @@
                   "value": {"name", "value", "recommended_values", "errors", "visible"}}]}
 
 The keys are the runtime's common keys for the connector's kind followed by the connector's own; each error message
-names its key. A connector that overrides ``validate`` is asked too, and what it raises is added to its key. A key
-Headwater does not implement yet, and a key nothing recognises (:mod:`~headwater.runtime.connector_keys`), is
-reported without a definition, with its error.
+names its key. A connector that overrides ``validate`` is asked too, and what it raises is added to its key, unless
+the config sets a client setting the worker does not let connectors set (:mod:`~headwater.runtime.override_policy`):
+a connector may make clients from its config to check it. A key Headwater does not implement yet, a refused client
+setting, and a key nothing recognises (:mod:`~headwater.runtime.connector_keys`), is reported without a definition,
+with its error.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import UNKNOWN_KEYS, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
+from headwater.runtime.override_policy import client_refusals
 from headwater.runtime.plugins import ALLOWED_MODULES, resolve_connector_class
 from headwater.runtime.secrets import HIDDEN, hide, scrub, secret_values
 from headwater.runtime.worker import connector_config_def
@@ -56,9 +59,11 @@ def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[s
 
 def check_connector_config(props: Mapping[str, Any], worker_config: Mapping[str, Any]) -> dict[str, str]:
     """Raise :class:`InvalidConfigError` naming every bad key when the config is not valid: a bad value, a key
-    Headwater does not implement yet, or an unknown key when the worker's ``connector.unknown.keys`` is
-    ``error``. Otherwise return the unknown keys' warnings by key, for the caller to log. ``worker_config`` is the
-    worker's parsed config. Every herder and the standalone worker's connector files are checked here."""
+    Headwater does not implement yet, a client setting the worker does not let connectors set
+    (:mod:`~headwater.runtime.override_policy`, :mod:`~headwater.runtime.unsafe_settings`), or an unknown key when
+    the worker's ``connector.unknown.keys`` is ``error``. Otherwise return the unknown keys' warnings by key, for
+    the caller to log. ``worker_config`` is the worker's parsed config. Every herder and the standalone worker's
+    connector files are checked here."""
     _, errors, unknown = _errors(props, worker_config)
     if worker_config[UNKNOWN_KEYS] != "error":
         errors = {key: [m for m in found if m != unknown.get(key)] for key, found in errors.items()}
@@ -73,11 +78,12 @@ def _errors(
 ) -> tuple[ConfigDef, dict[str, list[str]], dict[str, str]]:
     """The config's definition, its error messages by key (only keys with errors) and, among them, the message of
     each unknown key."""
+    worker = DEFAULT_WORKER_CONFIG if worker_config is None else worker_config
     spec = props.get("connector.class")
     if not spec:
         errors = CONNECTOR_CONFIG.errors(props)
-        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
-    allowed = (DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)[ALLOWED_MODULES]
+        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None, worker), props), {}
+    allowed = worker[ALLOWED_MODULES]
     try:
         cls = resolve_connector_class(spec, allowed_modules=allowed)
         probe = _made(cls, spec)
@@ -85,10 +91,11 @@ def _errors(
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
-        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
+        return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None, worker), props), {}
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
     errors = definition.errors(props)
-    if type(probe).validate is not Connector.validate:
+    # a connector may make clients from its config to check it (the mirror does): never with a refused setting
+    if type(probe).validate is not Connector.validate and not client_refusals(props, worker):
         try:
             probe.validate(props)
         except ConfigError as error:
@@ -97,10 +104,10 @@ def _errors(
                 found.append(str(error))
         except Exception as error:
             errors.setdefault("connector.class", []).append(f"Connector validation failed: {error}")
-    unknown = unknown_keys(props, probe, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
+    unknown = unknown_keys(props, probe, worker)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
-    return definition, _scrubbed(_with_refusals(errors, props, kind), props), unknown
+    return definition, _scrubbed(_with_refusals(errors, props, kind, worker), props), unknown
 
 
 def _scrubbed(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -121,9 +128,15 @@ def _made(cls: type[Connector], spec: Any) -> Connector:
     return probe
 
 
-def _with_refusals(errors: dict[str, list[str]], props: Mapping[str, Any], kind: str | None) -> dict[str, list[str]]:
+def _with_refusals(
+    errors: dict[str, list[str]], props: Mapping[str, Any], kind: str | None, worker_config: Mapping[str, Any]
+) -> dict[str, list[str]]:
+    """The errors with the keys refused whatever the connector: keys Headwater does not implement yet, client
+    overrides the worker's policy does not allow, and client settings that load code or read local files."""
     for key, message in refused_keys(props, kind).items():
         errors.setdefault(key, []).append(message)
+    for key, messages in client_refusals(props, worker_config).items():
+        errors.setdefault(key, []).extend(messages)
     return _with_nulls(errors, props)
 
 

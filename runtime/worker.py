@@ -21,6 +21,7 @@ from headwater.runtime.config import (
     TaskSettings,
 )
 from headwater.runtime.config_transformer import ConfigTransformer, hide_values, references, restore_references
+from headwater.runtime.override_policy import check_client_settings
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
@@ -86,9 +87,11 @@ class Worker:
     # ---- connectors ------------------------------------------------------------------------------------------
 
     def validate(self, props: Mapping[str, Any]) -> tuple[type[Connector], dict[str, Any]]:
-        """Resolve the connector class and parse ``props`` against its full config definition."""
+        """Resolve the connector class and parse ``props`` against its full config definition; a client setting
+        the worker does not let connectors set (a stored config from before the rule) is refused here too."""
         if "connector.class" not in props:
             raise ConfigError("connector.class", None, "Missing required configuration with no default value")
+        check_client_settings(props, self.config)
         cls = resolve_connector_class(props["connector.class"])
         probe = cls()
         parsed = connector_config_def(probe).parse(props)

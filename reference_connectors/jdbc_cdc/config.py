@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.reference_connectors.jdbc_cdc.connection_url import CONNECTION_URL, check_url
 from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, one_of
 
-CONNECTION_URL = "connection.url"
 CAPTURE_MODE = "capture.mode"
 TABLE_INCLUDE = "table.include.list"
 TABLE_EXCLUDE = "table.exclude.list"
@@ -52,19 +52,16 @@ def _patterns(key: str, value: Any) -> None:
             raise ConfigError(key, value, f"{item!r} is not a regular expression: {error}") from None
 
 
-def _url(key: str, value: Any) -> None:
-    if not value or "://" not in value:
-        raise ConfigError(key, value, "Expected an SQLAlchemy URL such as postgresql+psycopg2://user@host/db")
-
-
 CONFIG_DEF = (
     ConfigDef()
     .define(
         CONNECTION_URL,
         Type.PASSWORD,
         importance=Importance.HIGH,
-        documentation="SQLAlchemy URL of the database: sqlite:///path, postgresql+psycopg2://..., mysql+pymysql://...",
-        validator=_url,
+        documentation="SQLAlchemy URL of the database: sqlite:///path (an existing file), postgresql+psycopg2://..., "
+        "mysql+pymysql://...; query parameters that read local files or load code (sslkey, passfile, local_infile, "
+        "read_default_file...) are refused, and so is any query parameter of a SQLite URL (see docs/security.md).",
+        validator=check_url,
     )
     .define(
         CAPTURE_MODE,

@@ -14,11 +14,13 @@ from sqlalchemy import Engine
 
 from headwater.reference_connectors import headwater_version
 from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF, LOG, CdcConfig
+from headwater.reference_connectors.jdbc_cdc.connection_url import CONNECTION_URL, check_database_exists
 from headwater.reference_connectors.jdbc_cdc.database import make_engine
 from headwater.reference_connectors.jdbc_cdc.tables import discover
 from headwater.reference_connectors.jdbc_cdc.task import JdbcCdcSourceTask
 from headwater.reference_connectors.jdbc_cdc.trigger import TriggerProvisioner
 from headwater.sdk import ConfigDef, SourceConnector, SourceTask, hookimpl
+from headwater.sdk.providers import has_reference
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +37,12 @@ class JdbcCdcSourceConnector(SourceConnector):
         return CONFIG_DEF
 
     def validate(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Also refuses a SQLite database file that does not exist (:mod:`.connection_url`), unless the URL is a
+        config provider reference, checked when the connector starts."""
         parsed = super().validate(config)
         CdcConfig.parse(config)
+        if not has_reference(config.get(CONNECTION_URL)):
+            check_database_exists(CONNECTION_URL, config.get(CONNECTION_URL))
         return parsed
 
     def start(self, config: Mapping[str, str]) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from headwater.demo.pipeline import sink_config, source_config
 from headwater.runtime.connector_keys import refused_keys, unknown_keys
+from headwater.runtime.override_policy import client_refusals
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.properties import parse_properties
 from headwater.runtime.validation import DEFAULT_WORKER_CONFIG
@@ -60,3 +61,4 @@ def test_an_example_config_has_no_unknown_or_refused_key(
     assert connector.config_def().keys, "a connector that declares no key is not checked for unknown keys"
     assert refused_keys(config, "sink" if isinstance(connector, SinkConnector) else "source") == {}
     assert unknown_keys(config, connector, DEFAULT_WORKER_CONFIG) == {}
+    assert client_refusals(config, DEFAULT_WORKER_CONFIG) == {}
