@@ -46,9 +46,14 @@ Python compares ``1 == 1.0 == True``: a parity assertion that must tell int from
 
 Values with a schema: ``key_schema``/``value_schema`` is Kafka Connect's JsonConverter schema JSON and the value
 is that converter's payload as it is (bytes as base64 strings and so on), exactly what JsonConverter with
-``schemas.enable=true`` reads and writes; the output carries the schema whenever the record has one. Header values
-go in without a schema; ``apply(..., header_schemas=True)`` returns ``(name, payload, schema)`` for each header
-that has a schema (InsertHeader and HeaderFrom give them), ``(name, value)`` otherwise.
+``schemas.enable=true`` reads and writes; the output carries the schema whenever the record has one. A header is
+``(name, value)`` without a schema or ``(name, payload, schema)`` with one; ``apply(..., header_schemas=True)``
+returns the second form for each output header that has a schema (InsertHeader and HeaderFrom give them), else
+the first.
+
+Config errors: the driver checks the config as the worker checks a connector config (duplicate aliases, a type
+that is no concrete Transformation or Predicate, a listed predicate's invalid settings, ``negate`` without
+``predicate``) before it builds the chain, and :class:`TransformConfigError` carries Kafka's exception.
 
 Needs a Java 17 JDK (``javac``) and Maven: :func:`fetch_transform_jars` copies the jars with Maven into the cache
 root of :mod:`headwater.harness.broker` (``HEADWATER_CACHE``) beside the broker's; :func:`compile_driver` compiles
@@ -305,7 +310,9 @@ def encode_record(record: Mapping[str, Any]) -> dict[str, Any]:
     for field in ("key", "value"):
         if out.get(f"{field}_schema") is None:
             out[field] = encode(out.get(field))
-    out["headers"] = [[name, encode(value)] for name, value in record.get("headers", ())]
+    out["headers"] = [
+        [header[0], encode(header[1])] if len(header) == 2 else list(header) for header in record.get("headers", ())
+    ]
     return out
 
 

@@ -171,6 +171,20 @@ def test_stages_run_in_alias_order_and_a_predicate_guards_only_its_stage(java_tr
             "there is no config 'transforms.x.predicate'",
         ),
         ({"transforms": "x", "transforms.x.type": T + "RegexRouter"}, 'Missing required configuration "regex"'),
+        (
+            {"transforms": "x,x", "transforms.x.type": T + "Filter"},
+            r"Invalid value \[x, x\] for configuration transforms: Duplicate alias provided\.",
+        ),
+        (
+            {"transforms": "x", "transforms.x.type": T + "InsertField"},
+            r"Transformation is abstract and cannot be created\. Did you mean .*InsertField\$(Key|Value), "
+            r".*InsertField\$(Key|Value)\?",
+        ),
+        ({"transforms": "x", "transforms.x.type": P + "HasHeaderKey"}, "Not a Transformation"),
+        (
+            {"predicates": "p", "predicates.p.type": P + "TopicNameMatches"},
+            'Missing required configuration "pattern"',  # listed, used by no transform, still checked
+        ),
     ],
 )
 def test_a_chain_kafka_connect_cannot_build_raises_its_config_error(
@@ -251,6 +265,23 @@ def test_records_with_schemas_go_through_the_json_converter(java_transforms: Jav
         ],
     }
     assert out["key"] == b"k" and "key_schema" not in out
+
+
+def test_header_from_copies_a_struct_field_and_its_schema_into_a_header(java_transforms: JavaTransforms) -> None:
+    schema = {"type": "struct", "optional": False, "fields": [{"field": "id", "type": "int64", "optional": False}]}
+    config = {
+        "transforms": "h",
+        "transforms.h.type": T + "HeaderFrom$Value",
+        "transforms.h.fields": "id",
+        "transforms.h.headers": "order-id",
+        "transforms.h.operation": "copy",
+    }
+    given = ("trace", "AQI=", {"type": "bytes", "optional": False})  # a header with a schema: payload as is
+    (out,) = java_transforms.apply(
+        config, [record({"id": 7}, value_schema=schema, headers=[given])], header_schemas=True
+    )
+    assert out is not None
+    assert out["headers"] == [given, ("order-id", 7, {"type": "int64", "optional": False})]
 
 
 def test_header_schemas_on_request(java_transforms: JavaTransforms) -> None:

@@ -13,6 +13,11 @@
  *             {"config_error": "<exception class>: <message>"}   the chain could not be built
  *             {"request_error": "<exception class>: <message>"}  the request itself is malformed
  *
+ * The config is first checked as the worker checks a connector config: no alias listed twice in "transforms" or
+ * "predicates", each "<kind>.<alias>.type" a concrete Transformation or Predicate (Kafka's own messages, "Did you
+ * mean ...$Key, ...$Value?" included), each listed predicate's settings valid for its ConfigDef, "negate" only with
+ * "predicate" and a boolean. A config that fails gets "config_error" with the exception Kafka raises.
+ *
  * The chain is built as Kafka Connect's ConnectorConfig.transformationStages builds it: the aliases of
  * "transforms" in order; each transformation a new instance of "transforms.<alias>.type" configured with every key
  * under "transforms.<alias>." (prefix stripped, "type" included) less "predicate" and "negate"; a predicate, when
@@ -32,8 +37,9 @@
  * schemas.enable=true writes as {"schema": ..., "payload": ...}; the output carries "key_schema"/"value_schema"
  * whenever the record has one.
  *
- * Headers are added without a schema; with "header_schemas": true each output header whose schema is not null
- * carries it as a third element (the JsonConverter schema JSON) and its value as that schema's payload.
+ * Headers: [name, value] is a header without a schema, [name, payload, schema] one with (JsonConverter's schema and
+ * payload). Output headers are [name, value], or with "header_schemas": true [name, payload, schema] for each
+ * header whose schema is not null.
  */
 
 import com.fasterxml.jackson.core.JsonParser;
@@ -48,6 +54,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.PrintStream;
+import java.lang.reflect.Modifier;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -56,9 +63,12 @@ import java.util.Base64;
 import java.util.Collection;
 import java.util.Date;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.record.TimestampType;
@@ -76,7 +86,7 @@ import org.apache.kafka.connect.transforms.predicates.Predicate;
 
 public final class TransformDriver {
     private static final String TRANSFORMS = "transforms";
-    private static final String PREDICATES_PREFIX = "predicates.";
+    private static final String PREDICATES = "predicates";
     private static final String PREDICATE = "predicate";
     private static final String NEGATE = "negate";
 
@@ -200,16 +210,27 @@ public final class TransformDriver {
 
     @SuppressWarnings({"rawtypes", "unchecked"})
     static List<Stage> buildChain(Map<String, String> props) {
+        // first what the worker validates (ConnectorConfig's enriched ConfigDef), then the chain itself
+        List<String> aliases = aliases(props, TRANSFORMS);
+        for (String alias : aliases(props, PREDICATES)) {
+            String prefix = PREDICATES + "." + alias + ".";
+            Predicate predicate = Utils.newInstance(pluginClass(props, prefix, Predicate.class), Predicate.class);
+            try {
+                predicate.config().parse(withPrefix(props, prefix));
+            } finally {
+                predicate.close();
+            }
+        }
         List<Stage> chain = new ArrayList<>();
         try {
-            Object aliases = ConfigDef.parseType(TRANSFORMS, props.getOrDefault(TRANSFORMS, ""), ConfigDef.Type.LIST);
-            for (Object alias : (List<?>) aliases) {
+            for (String alias : aliases) {
                 String prefix = TRANSFORMS + "." + alias + ".";
                 if (props.containsKey(prefix + NEGATE) && !props.containsKey(prefix + PREDICATE)) {
                     throw new ConfigException("Config '" + prefix + NEGATE + "' was provided but there is no config '"
                             + prefix + PREDICATE + "' defining a predicate to be negated.");
                 }
-                Transformation transformation = Utils.newInstance(classOf(props, prefix + "type"), Transformation.class);
+                Class<?> transformClass = pluginClass(props, prefix, Transformation.class);
+                Transformation transformation = Utils.newInstance(transformClass, Transformation.class);
                 Map<String, Object> configs = withPrefix(props, prefix);
                 Object predicateAlias = configs.remove(PREDICATE);
                 Object negate = configs.remove(NEGATE);
@@ -221,8 +242,9 @@ public final class TransformDriver {
                     chain.add(new Stage(transformation, null, false));
                     continue;
                 }
-                String predicatePrefix = PREDICATES_PREFIX + predicateAlias + ".";
-                Predicate predicate = Utils.newInstance(classOf(props, predicatePrefix + "type"), Predicate.class);
+                String predicatePrefix = PREDICATES + "." + predicateAlias + ".";
+                Class<?> predicateClass = pluginClass(props, predicatePrefix, Predicate.class);
+                Predicate predicate = Utils.newInstance(predicateClass, Predicate.class);
                 predicate.configure(withPrefix(props, predicatePrefix));
                 chain.add(new Stage(transformation, predicate, negate != null && Boolean.parseBoolean(negate.toString())));
             }
@@ -235,12 +257,43 @@ public final class TransformDriver {
         return chain;
     }
 
-    static Class<?> classOf(Map<String, String> props, String key) {
+    /** The aliases listed under key, refused when one is listed twice (ConnectorConfig's alias validator). */
+    static List<String> aliases(Map<String, String> props, String key) {
+        List<?> parsed = (List<?>) ConfigDef.parseType(key, props.getOrDefault(key, ""), ConfigDef.Type.LIST);
+        if (new HashSet<>(parsed).size() != parsed.size()) {
+            throw new ConfigException(key, parsed, "Duplicate alias provided.");
+        }
+        List<String> aliases = new ArrayList<>();
+        for (Object alias : parsed) {
+            aliases.add((String) alias);
+        }
+        return aliases;
+    }
+
+    /** The class of prefix + "type", checked as ConnectorConfig.EnrichablePlugin checks it. */
+    static Class<?> pluginClass(Map<String, String> props, String prefix, Class<?> base) {
+        String key = prefix + "type";
         String name = props.get(key);
         if (name == null) {
             throw new ConfigException("Missing required configuration \"" + key + "\" which has no default value.");
         }
-        return (Class<?>) ConfigDef.parseType(key, name, ConfigDef.Type.CLASS);
+        Class<?> cls = (Class<?>) ConfigDef.parseType(key, name, ConfigDef.Type.CLASS);
+        if (!base.isAssignableFrom(cls)) {
+            throw new ConfigException(key, String.valueOf(cls), "Not a " + base.getSimpleName());
+        }
+        if (Modifier.isAbstract(cls.getModifiers())) {
+            String children = Stream.of(cls.getClasses())
+                    .filter(cls::isAssignableFrom)
+                    .filter(c -> !Modifier.isAbstract(c.getModifiers()))
+                    .filter(c -> Modifier.isPublic(c.getModifiers()))
+                    .map(Class::getName)
+                    .collect(Collectors.joining(", "));
+            String kind = base.getSimpleName();
+            throw new ConfigException(key, String.valueOf(cls), children.isEmpty()
+                    ? kind + " is abstract and cannot be created."
+                    : kind + " is abstract and cannot be created. Did you mean " + children + "?");
+        }
+        return cls;
     }
 
     /** Kafka's AbstractConfig.originalsWithPrefix: every key under prefix, the prefix stripped. */
@@ -290,10 +343,11 @@ public final class TransformDriver {
         SchemaAndValue value = toConnect(topic, node.path("value_schema"), node.path("value"), false);
         ConnectHeaders headers = new ConnectHeaders();
         for (JsonNode header : node.path("headers")) {
-            if (!header.isArray() || header.size() != 2 || !header.get(0).isTextual()) {
-                throw new IllegalArgumentException("a header is [name, value], got " + header);
+            if (!header.isArray() || header.size() < 2 || header.size() > 3 || !header.get(0).isTextual()) {
+                throw new IllegalArgumentException("a header is [name, value] or [name, payload, schema], got " + header);
             }
-            headers.add(header.get(0).textValue(), fromJson(header.get(1)), null);
+            JsonNode schema = header.size() == 3 ? header.get(2) : NODES.nullNode();
+            headers.add(header.get(0).textValue(), toConnect(topic, schema, header.get(1), false));
         }
         switch (kind) {
             case "sink":
