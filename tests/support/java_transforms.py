@@ -152,6 +152,7 @@ def compile_driver(jars: Path, source: Path = DRIVER_SOURCE, cache_dir: Path | N
         command += ["-cp", str(jars / "*"), str(source)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0:
+            shutil.rmtree(building)
             raise JavaTransformsError(f"{shlex.join(command)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
         building.rename(classes)
     return classes

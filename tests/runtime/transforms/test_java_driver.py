@@ -15,13 +15,16 @@ from typing import Any
 
 import pytest
 
+from headwater.harness.broker import BrokerUnavailable
 from support.java_transforms import (
     DRIVER_CLASS,
     JavaTransforms,
     JavaTransformsError,
     TransformConfigError,
+    compile_driver,
     decode,
     encode,
+    fetch_transform_jars,
     transforms_pom,
     typed,
 )
@@ -78,6 +81,44 @@ def test_encode_and_decode_are_inverse_with_markers_for_bytes_instants_and_decim
 def test_values_kafka_connect_cannot_hold_are_refused_before_java(value: Any, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         encode(value)
+
+
+def test_missing_java_tools_are_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BrokerUnavailable, match="openjdk-17-jdk-headless maven") as raised:
+        fetch_transform_jars(cache_dir=tmp_path / "cache")
+    assert raised.value.missing_tools == ("java", "javac", "mvn")
+    assert not (tmp_path / "cache").exists()
+
+
+FAKE_JAVAC = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls"
+[ -n "$FAIL" ] && { echo "error: $FAIL" >&2; exit 1; }
+while [ "$1" != "-d" ]; do shift; done
+touch "$2/TransformDriver.class"
+"""
+
+
+def test_the_driver_is_compiled_once_per_source_text(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bin_dir, jars, cache = tmp_path / "bin", tmp_path / "jars", tmp_path / "cache"
+    bin_dir.mkdir()
+    jars.mkdir()
+    (bin_dir / "javac").write_text(FAKE_JAVAC)
+    (bin_dir / "javac").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")  # this javac first
+    source = tmp_path / "TransformDriver.java"
+    source.write_text("class TransformDriver {}")
+    first = compile_driver(jars, source, cache)
+    assert compile_driver(jars, source, cache) == first
+    source.write_text("class TransformDriver { }")
+    second = compile_driver(jars, source, cache)
+    assert second != first and (second / "TransformDriver.class").exists()
+    assert len((bin_dir / "calls").read_text().splitlines()) == 2
+    source.write_text("class TransformDriver { int broken; }")
+    monkeypatch.setenv("FAIL", "cannot find symbol")
+    with pytest.raises(JavaTransformsError, match="error: cannot find symbol"):
+        compile_driver(jars, source, cache)
+    assert sorted(path.name for path in cache.iterdir()) == sorted([".lock", first.name, second.name])
 
 
 def test_typed_tells_int_float_and_bool_apart() -> None:
