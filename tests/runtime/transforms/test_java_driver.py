@@ -407,3 +407,88 @@ def test_the_driver_reads_one_pretty_printed_document_from_stdin(java_transforms
             }
         ]
     }
+
+
+UTC = dt.UTC
+BUILT_INS: list[tuple[str, dict[str, str], dict[str, Any], dict[str, Any] | None]] = [
+    # (type, settings, record fields, the output's fields that differ from the record's; None: dropped)
+    ("Cast$Value", {"spec": "a:int8,b:float32,c:string,d:float64"}, {"value": {"a": 300, "b": 0.1, "c": 5, "d": 2}},
+     {"value": {"a": 44, "b": 0.10000000149011612, "c": "5", "d": 2.0}}),
+    ("Cast$Key", {"spec": "int16"}, {"key": 70000}, {"key": 4464}),
+    ("DropHeaders", {"headers": "a,b"}, {"headers": [("a", 1), ("c", 2), ("b", 3), ("a", 4)]}, {"headers": [("c", 2)]}),
+    ("ExtractField$Key", {"field": "id"}, {"key": {"id": 7}}, {"key": 7}),
+    ("ExtractField$Value", {"field": "a.b", "field.syntax.version": "V2"}, {"value": {"a": {"b": 1}}}, {"value": 1}),
+    ("Filter", {}, {"value": 1}, None),
+    ("Flatten$Value", {"delimiter": "_"}, {"value": {"a": {"b": 1, "c": {"d": [1]}}, "e": None}},
+     {"value": {"a_b": 1, "a_c_d": [1], "e": None}}),
+    ("HeaderFrom$Value", {"fields": "id", "headers": "hid", "operation": "move"}, {"value": {"id": 7, "x": 1}},
+     {"value": {"x": 1}, "headers": [("hid", 7)]}),
+    ("HoistField$Value", {"field": "v"}, {"value": [1, 2]}, {"value": {"v": [1, 2]}}),
+    ("InsertField$Key", {"topic.field": "t", "offset.field": "o!"}, {"key": {}, "offset": 12},
+     {"key": {"t": "orders", "o": 12}}),
+    ("InsertHeader", {"header": "h", "value.literal": "true"}, {"value": 1}, {"headers": [("h", True)]}),
+    ("MaskField$Value", {"fields": "s,n,f,b,l,m"},
+     {"value": {"s": "x", "n": 5, "f": 1.5, "b": True, "l": [1], "m": {"a": 1}}},
+     {"value": {"s": "", "n": 0, "f": 0.0, "b": False, "l": [], "m": {}}}),
+    ("MaskField$Value", {"fields": "s", "replacement": "***"}, {"value": {"s": "x"}}, {"value": {"s": "***"}}),
+    ("RegexRouter", {"regex": "o(.*)", "replacement": "$1"}, {"value": 1}, {"topic": "rders"}),
+    ("ReplaceField$Value", {"exclude": "x", "renames": "a:b"}, {"value": {"a": 1, "x": 2, "y": 3}},
+     {"value": {"b": 1, "y": 3}}),
+    ("SetSchemaMetadata$Value", {"schema.name": "N"}, {"value": {"a": 1}},
+     {"error": "org.apache.kafka.connect.errors.DataException: Schema required for [updating schema metadata]"}),
+    ("TimestampConverter$Value", {"field": "ts", "target.type": "Timestamp"}, {"value": {"ts": 1000}},
+     {"value": {"ts": dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)}}),
+    ("TimestampConverter$Value", {"field": "ts", "target.type": "string", "format": "yyyy-MM-dd HH:mm"},
+     {"value": {"ts": 86_400_000}}, {"value": {"ts": "1970-01-02 00:00"}}),
+    ("TimestampConverter$Value", {"field": "ts", "target.type": "Date"}, {"value": {"ts": 86_400_005}},
+     {"value": {"ts": dt.datetime(1970, 1, 2, tzinfo=UTC)}}),
+    ("TimestampRouter", {"topic.format": "${topic}-${timestamp}", "timestamp.format": "yyyyMMdd"},
+     {"value": 1, "timestamp": 0}, {"topic": "orders-19700101"}),
+    ("ValueToKey", {"fields": "id"}, {"value": {"id": 7, "x": 1}}, {"key": {"id": 7}}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "settings", "given", "changed"), BUILT_INS, ids=[case[0] for case in BUILT_INS])
+def test_each_built_in_runs_with_kafkas_schemaless_behaviour(
+    java_transforms: JavaTransforms,
+    kind: str,
+    settings: dict[str, str],
+    given: dict[str, Any],
+    changed: dict[str, Any] | None,
+) -> None:
+    config = {"transforms": "x", "transforms.x.type": T + kind, **{f"transforms.x.{k}": v for k, v in settings.items()}}
+    (out,) = java_transforms.apply(config, [record(**given)])
+    if changed is None or "error" in changed:
+        assert out == changed
+    else:
+        assert typed(out) == typed({**sink_out(**given), **changed})
+
+
+def test_filter_on_has_header_key(java_transforms: JavaTransforms) -> None:
+    config = {
+        "transforms": "f",
+        "transforms.f.type": T + "Filter",
+        "transforms.f.predicate": "traced",
+        "predicates": "traced",
+        "predicates.traced.type": P + "HasHeaderKey",
+        "predicates.traced.name": "trace",
+    }
+    out = java_transforms.apply(config, [record(1, headers=[("trace", None)]), record(2, headers=[("other", 1)])])
+    assert [None if r is None else r["value"] for r in out] == [None, 2]
+
+
+def test_logical_types_with_schemas_are_the_json_converters_payloads(java_transforms: JavaTransforms) -> None:
+    schema = {"type": "struct", "optional": False, "fields": [{"field": "ts", "type": "int64", "optional": False}]}
+    config = {
+        "transforms": "ts",
+        "transforms.ts.type": T + "TimestampConverter$Value",
+        "transforms.ts.field": "ts",
+        "transforms.ts.target.type": "Timestamp",
+    }
+    (out,) = java_transforms.apply(
+        config, [record({"ts": 1000}, value_schema=schema, key="k", key_schema={"type": "string"})]
+    )
+    assert out is not None and out["value"] == {"ts": 1000} and out["key"] == "k"
+    assert out["key_schema"] == {"type": "string", "optional": False}
+    timestamp = {"type": "int64", "optional": False, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1}
+    assert out["value_schema"] == {"type": "struct", "optional": False, "fields": [{**timestamp, "field": "ts"}]}
