@@ -352,9 +352,21 @@ def test_one_jvm_serves_many_requests_and_a_large_one(java_transforms: JavaTrans
     assert java_transforms.starts == starts and java_transforms.running
 
 
-def test_a_malformed_request_raises_with_the_drivers_reason(java_transforms: JavaTransforms) -> None:
-    with pytest.raises(JavaTransformsError, match='needs a "topic" string'):
-        java_transforms.apply({}, [{"value": 1}])
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        ({"value": 1}, 'needs a "topic" string'),
+        ({"topic": "t", "timestmp": 5}, 'unknown record field "timestmp"'),
+        ({"topic": "t", "timestamp": 5.5}, 'record field "timestamp" is not an integer: 5.5'),
+        ({"topic": "t", "kind": "other"}, '"kind" is "sink" or "source"'),
+        ({"topic": "t", "headers": [["h"]]}, "a header is \\[name, value\\]"),
+    ],
+)
+def test_a_malformed_request_raises_with_the_drivers_reason(
+    java_transforms: JavaTransforms, given: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(JavaTransformsError, match=reason):
+        java_transforms.request({"transforms": {}, "records": [given]})
     assert java_transforms.apply({}, [record(1)]) == [sink_out(1)]  # the same JVM goes on
 
 

@@ -67,6 +67,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.kafka.common.config.ConfigDef;
@@ -89,6 +90,8 @@ public final class TransformDriver {
     private static final String PREDICATES = "predicates";
     private static final String PREDICATE = "predicate";
     private static final String NEGATE = "negate";
+    private static final Set<String> RECORD_FIELDS = Set.of("kind", "topic", "partition", "offset", "key", "value",
+            "timestamp", "headers", "key_schema", "value_schema");
 
     private static final JsonMapper MAPPER = JsonMapper.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
@@ -330,15 +333,20 @@ public final class TransformDriver {
         if (!node.isObject()) {
             throw new IllegalArgumentException("a record is a JSON object, got " + node.getNodeType());
         }
+        for (Map.Entry<String, JsonNode> field : node.properties()) {
+            if (!RECORD_FIELDS.contains(field.getKey())) {
+                throw new IllegalArgumentException("unknown record field \"" + field.getKey() + "\"");
+            }
+        }
         String kind = node.path("kind").asText("sink");
         String topic = node.path("topic").isTextual() ? node.get("topic").textValue() : null;
         if (topic == null) {
             throw new IllegalArgumentException("a record needs a \"topic\" string");
         }
-        JsonNode partitionNode = node.path("partition");
-        Integer partition = partitionNode.isIntegralNumber() ? partitionNode.intValue() : null;
-        JsonNode timestampNode = node.path("timestamp");
-        Long timestamp = timestampNode.isIntegralNumber() ? timestampNode.longValue() : null;
+        Long partitionNumber = integer(node, "partition");
+        Integer partition = partitionNumber == null ? null : Math.toIntExact(partitionNumber);
+        Long timestamp = integer(node, "timestamp");
+        Long offsetNumber = integer(node, "offset");
         SchemaAndValue key = toConnect(topic, node.path("key_schema"), node.path("key"), true);
         SchemaAndValue value = toConnect(topic, node.path("value_schema"), node.path("value"), false);
         ConnectHeaders headers = new ConnectHeaders();
@@ -354,7 +362,7 @@ public final class TransformDriver {
                 if (partition == null) {
                     partition = 0;
                 }
-                long offset = node.path("offset").asLong(0);
+                long offset = offsetNumber == null ? 0 : offsetNumber;
                 TimestampType type = timestamp == null ? TimestampType.NO_TIMESTAMP_TYPE : TimestampType.CREATE_TIME;
                 return new SinkRecord(topic, partition, key.schema(), key.value(), value.schema(), value.value(),
                         offset, timestamp, type, headers);
@@ -364,6 +372,18 @@ public final class TransformDriver {
             default:
                 throw new IllegalArgumentException("\"kind\" is \"sink\" or \"source\", got \"" + kind + "\"");
         }
+    }
+
+    /** The integer at field, null when absent or null; anything else is refused. */
+    static Long integer(JsonNode node, String field) {
+        JsonNode value = node.path(field);
+        if (value.isMissingNode() || value.isNull()) {
+            return null;
+        }
+        if (!value.isIntegralNumber() || !value.canConvertToLong()) {
+            throw new IllegalArgumentException("record field \"" + field + "\" is not an integer: " + value);
+        }
+        return value.longValue();
     }
 
     static ObjectNode fromRecord(ConnectRecord<?> record, boolean headerSchemas) throws Exception {
