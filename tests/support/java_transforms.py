@@ -247,7 +247,7 @@ class JavaTransforms:
                 answer = self._read_line(deadline)
             except (OSError, JavaTransformsError) as error:
                 message = str(error) if isinstance(error, JavaTransformsError) else f"writing to the driver: {error}"
-                self.close()
+                self.close(timeout_s=0)  # a JVM in an unknown state: killed, the next request starts another
                 raise JavaTransformsError(f"{message}\n{self.stderr_text()}") from error
             self.requests += 1
         response: dict[str, Any] = json.loads(answer)
@@ -267,7 +267,10 @@ class JavaTransforms:
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                raise JavaTransformsError(f"the driver exited ({self._proc.wait(timeout=10)})")
+                try:
+                    raise JavaTransformsError(f"the driver exited ({self._proc.wait(timeout=10)})")
+                except subprocess.TimeoutExpired:
+                    raise JavaTransformsError("the driver closed its stdout") from None
             self._buffer += chunk
         answer, _, self._buffer = self._buffer.partition(b"\n")
         return answer
@@ -284,7 +287,8 @@ class JavaTransforms:
         return self._stderr.read().decode(errors="replace")
 
     def close(self, timeout_s: float = 10) -> None:
-        """End the JVM: close its stdin (it exits at end of input), then kill it if it has not exited in time."""
+        """End the JVM: close its stdin (it exits at end of input), then kill it if it has not exited within
+        ``timeout_s`` (at once with 0)."""
         atexit.unregister(self.close)
         proc, self._proc = self._proc, None
         if proc is None:
@@ -296,7 +300,7 @@ class JavaTransforms:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout=timeout_s)
+            proc.wait(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
         if self._stderr is not None:  # its text stays readable by stderr_text() until the next start

@@ -350,6 +350,7 @@ def test_one_jvm_serves_many_requests_and_a_large_one(java_transforms: JavaTrans
     for i in range(20):
         assert java_transforms.apply({}, [record(i)])[0] == sink_out(i)
     assert java_transforms.starts == starts and java_transforms.running
+    assert f"running pid={java_transforms.pid} requests=" in repr(java_transforms)
 
 
 @pytest.mark.parametrize(
