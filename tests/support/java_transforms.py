@@ -159,8 +159,9 @@ def compile_driver(jars: Path, source: Path = DRIVER_SOURCE, cache_dir: Path | N
 
 
 class JavaTransforms:
-    """One JVM running the driver; :meth:`apply` sends it a request and waits for the answer. Started lazily by
-    :meth:`apply` when not running (again after a failure); :meth:`close` ends it."""
+    """One JVM running the driver; :meth:`apply` sends it a request and waits for the answer. Started by the first
+    request when not running; a JVM that failed is reported once (:class:`JavaTransformsError`) and the request
+    after that starts another; :meth:`close` ends it."""
 
     def __init__(self, classes: Path, jars: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.classes = classes
@@ -236,8 +237,11 @@ class JavaTransforms:
         when the driver answers ``request_error`` or fails."""
         line = json.dumps(request, allow_nan=True, separators=(",", ":")).encode() + b"\n"
         with self._lock:
-            if not self.running:
-                self.close()
+            if self._proc is not None and self._proc.poll() is not None:
+                code = self._proc.returncode
+                self.close(timeout_s=0)
+                raise JavaTransformsError(f"the driver exited ({code}) after its last answer\n{self.stderr_text()}")
+            if self._proc is None:
                 self._spawn()
             assert self._proc is not None and self._proc.stdin is not None
             deadline = time.monotonic() + self.timeout_s
