@@ -9,6 +9,7 @@ from typing import Any
 from headwater.runtime.listener_config import LISTENER_CONFIG
 from headwater.runtime.override_policy import CLIENT_SETTINGS_CONFIG
 from headwater.runtime.tasks.tolerance import ErrorSettings
+from headwater.runtime.transforms.config import CHAIN_CONFIG
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, at_least, non_empty_string, one_of
 from headwater.sdk.errors import ConfigError
 
@@ -283,6 +284,7 @@ CONNECTOR_CONFIG = (
         "offset).",
         group=ERROR_GROUP,
     )
+    .merge(CHAIN_CONFIG)
 )
 
 SOURCE_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(

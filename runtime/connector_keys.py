@@ -21,6 +21,8 @@ from typing import Any
 from headwater.runtime.clients import CONNECTOR_CLIENTS, override_prefix
 from headwater.runtime.config import WORKER_CONFIG
 from headwater.runtime.converters import converter_settings
+from headwater.runtime.plugins import ALLOWED_MODULES
+from headwater.runtime.transforms.config import chain_definition
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.connector import Connector, SinkConnector
@@ -65,17 +67,12 @@ class Unimplemented:
 
 
 _NOT_YET = "Headwater does not implement {} yet"
-_TRANSFORMS = "remove the transforms and predicates keys and change the records in the connector instead"
 _EXACTLY_ONCE = (
     _NOT_YET.format("exactly-once source delivery (KIP-618)") + ": a source's records are delivered once or more"
 )
 _PLUGIN_VERSIONS = _NOT_YET.format("plugin versions (KIP-891)") + ": one version of each plugin is installed"
 
 NOT_IMPLEMENTED: tuple[Unimplemented, ...] = (
-    Unimplemented("transforms", _NOT_YET.format("Single Message Transforms"), _TRANSFORMS),
-    Unimplemented("transforms.", _NOT_YET.format("Single Message Transforms"), _TRANSFORMS, prefix=True),
-    Unimplemented("predicates", _NOT_YET.format("the predicates of transforms"), _TRANSFORMS),
-    Unimplemented("predicates.", _NOT_YET.format("the predicates of transforms"), _TRANSFORMS, prefix=True),
     Unimplemented(
         "config.action.reload",
         _NOT_YET.format("reloading a config provider's values when they expire")
@@ -148,7 +145,7 @@ def unknown_keys(props: Mapping[str, Any], connector: Connector, worker_config: 
     the runtime does not know, only those close to one it does (a typo of ``errors.tolerance``) are reported."""
     kind = "sink" if isinstance(connector, SinkConnector) else "source"
     declares = bool(connector.config_def().keys or connector.config_def().prefixes)
-    definition = connector_config_def(connector)
+    definition = connector_config_def(connector).merge(chain_definition(props, worker_config.get(ALLOWED_MODULES)))
     found: dict[str, str] = {}
     refused = refused_keys(props, kind)
     for name in props:

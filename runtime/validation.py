@@ -27,6 +27,7 @@ from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.override_policy import client_refusals
 from headwater.runtime.plugins import ALLOWED_MODULES, resolve_connector_class
 from headwater.runtime.secrets import HIDDEN, hide, scrub, secret_values
+from headwater.runtime.transforms.config import PREDICATES, TRANSFORMS, chain_definition, chain_errors
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef, ConfigKey, Type
 from headwater.sdk.connector import Connector, SinkConnector
@@ -73,6 +74,9 @@ def check_connector_config(props: Mapping[str, Any], worker_config: Mapping[str,
     return unknown
 
 
+CHAIN_PREFIXES = (f"{TRANSFORMS}.", f"{PREDICATES}.")
+
+
 def _errors(
     props: Mapping[str, Any], worker_config: Mapping[str, Any] | None
 ) -> tuple[ConfigDef, dict[str, list[str]], dict[str, str]]:
@@ -87,7 +91,7 @@ def _errors(
     try:
         cls = resolve_connector_class(spec, allowed_modules=allowed)
         probe = _made(cls, spec)
-        definition = connector_config_def(probe)
+        definition = connector_config_def(probe).merge(chain_definition(props, allowed))
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
@@ -104,6 +108,9 @@ def _errors(
                 found.append(str(error))
         except Exception as error:
             errors.setdefault("connector.class", []).append(f"Connector validation failed: {error}")
+    if not any(key in (TRANSFORMS, PREDICATES) or key.startswith(CHAIN_PREFIXES) for key in errors):
+        for key, messages in chain_errors(props, allowed).items():  # what only configuring them shows
+            errors.setdefault(key, []).extend(messages)
     unknown = unknown_keys(props, probe, worker)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)

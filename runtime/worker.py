@@ -28,6 +28,7 @@ from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.dead_letter import create_topic as create_dead_letter_topic
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
+from headwater.runtime.transforms.config import build_chain
 from headwater.runtime.transport.base import NewTopic, Transport
 from headwater.runtime.worker_connector import LifecycleThread, Listener, WorkerConnector, WorkerConnectorContext
 from headwater.sdk.config import ConfigDef
@@ -323,6 +324,7 @@ class Worker:
             worker_task = WorkerSourceTask(
                 id, task, task_config, settings, producer, self.offset_store, self.clock, listener, self.plugins
             )
+        worker_task.transforms = build_chain(connector.config)
         return worker_task
 
     def _ensure_heartbeat_topic(self, topic: str) -> None:

@@ -22,6 +22,7 @@ from headwater.runtime.converters import (
 )
 from headwater.runtime.plugins import plugin_manager
 from headwater.runtime.tasks.tolerance import ErrorHandler
+from headwater.runtime.transforms.chain import TransformationChain
 from headwater.sdk.context import Clock
 from headwater.sdk.task import Task
 
@@ -78,6 +79,8 @@ class WorkerTask(ABC):
         self._cancelled = False
         self._target_paused = False
         self._wake = threading.Event()
+        self.transforms: TransformationChain[Any] = TransformationChain()
+        """The connector's transforms and predicates, applied to each record (set before the task starts)."""
         self.hooks: Any = None
         self.errors = ErrorHandler(str(id), settings.errors, clock)
         """The task's ``errors.*`` handling and its counters."""
@@ -158,6 +161,10 @@ class WorkerTask(ABC):
             self.close_clients()
         except Exception:
             log.exception("task %s failed closing its clients", self.id)
+        try:
+            self.transforms.close()
+        except Exception:
+            log.exception("task %s failed closing its transforms", self.id)
         if self.state is not State.FAILED:
             self._set_state(State.STOPPED)
 

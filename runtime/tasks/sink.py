@@ -98,7 +98,9 @@ class WorkerSinkTask(WorkerTask):
         self.task.initialize(self.context)
 
     def on_started(self) -> None:
-        self.conversion = SinkConversion(self.key_converter, self.value_converter, self.header_converter, self.errors)
+        self.conversion = SinkConversion(
+            self.key_converter, self.value_converter, self.header_converter, self.errors, self.transforms
+        )
         self._next_commit = self.clock.now_ms() + self.settings.flush_interval_ms
         self.consumer.subscribe(list(self.settings.topics), self)
 

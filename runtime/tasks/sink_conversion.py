@@ -3,7 +3,8 @@ task's error handling.
 
 With pass-through converters the transport's messages are handed on as they are. Otherwise each message becomes a
 :class:`~headwater.runtime.tasks.sink_context.ConvertedRecord` that keeps the message (its bytes go to the
-dead-letter queue if the task reports the record). A message whose conversion fails goes to the task's
+dead-letter queue if the task reports the record), then goes through the connector's transforms, which may drop it.
+A message whose conversion or transformation fails goes to the task's
 :class:`~headwater.runtime.tasks.tolerance.ErrorHandler`: retried later (it and the messages after it stay
 unconverted until then), skipped, or the task fails.
 """
@@ -16,7 +17,8 @@ from typing import NamedTuple
 
 from headwater.runtime.converters import Converter, HeaderConverter, passes_bytes_through
 from headwater.runtime.tasks.sink_context import ConvertedRecord
-from headwater.runtime.tasks.tolerance import ErrorHandler, Failure, Stage, class_name
+from headwater.runtime.tasks.tolerance import ErrorHandler, Failure, Stage, StageFailed, class_name
+from headwater.runtime.transforms.chain import TransformationChain
 from headwater.runtime.transport.base import Message
 from headwater.sdk.records import SinkRecord
 
@@ -46,8 +48,10 @@ class SinkConversion:
         value_converter: Converter,
         header_converter: HeaderConverter,
         errors: ErrorHandler,
+        transforms: TransformationChain[SinkRecord] | None = None,
     ) -> None:
         self.key_converter = key_converter
+        self.transforms = transforms or TransformationChain()
         self.value_converter = value_converter
         self.header_converter = header_converter
         self.errors = errors
@@ -57,7 +61,8 @@ class SinkConversion:
 
     def convert(self, records: Sequence[SinkRecord], messages: Sequence[Message]) -> Converted:
         """``records`` followed by ``messages`` converted (those that failed and were tolerated left out)."""
-        if self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages))):
+        transforms = self.transforms
+        if not transforms and (self._passthrough_headers or (self._passthrough and not any(map(_HEADERS, messages)))):
             # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
             return Converted(joined(records, messages), (), None)
         key_converter, value_converter = self.key_converter, self.value_converter
@@ -78,11 +83,21 @@ class SinkConversion:
                 if retry_at is not None:
                     return Converted(converted, messages[index:], retry_at)
                 continue
-            converted.append(
-                ConvertedRecord(
-                    topic, message.partition, message.offset, key, value, message.timestamp, headers, message
-                )
+            record: SinkRecord = ConvertedRecord(
+                topic, message.partition, message.offset, key, value, message.timestamp, headers, message
             )
+            if transforms:
+                try:
+                    transformed = transforms.apply(record, message)
+                except StageFailed as failed:
+                    retry_at = self.errors.retry_or_fail(failed.failure, self._retry)
+                    if retry_at is not None:
+                        return Converted(converted, messages[index:], retry_at)
+                    continue
+                if transformed is None:
+                    continue  # dropped by a transformation: its offset is committed like the others'
+                record = transformed
+            converted.append(record)
         self._retry.succeeded()
         return Converted(converted, (), None)
 

@@ -192,7 +192,12 @@ class WorkerSourceTask(WorkerTask):
     def _take(self, records: Sequence[SourceRecord]) -> None:
         self._next_index = 0
         if isinstance(records, SourceBatch):
-            if self._passthrough and (records.headers is None or self._raw_headers) and _raw_columns(records):
+            if (
+                not self.transforms
+                and self._passthrough
+                and (records.headers is None or self._raw_headers)
+                and _raw_columns(records)
+            ):
                 self._to_send = records
                 self._batch = self.submitted.submit_batch(records)
                 return
@@ -210,8 +215,22 @@ class WorkerSourceTask(WorkerTask):
         produce = self.producer.produce
         entries = self._entries
         passthrough = self._passthrough
+        transforms = self.transforms
         for index in range(start, len(records)):
             record = records[index]
+            if transforms:
+                try:
+                    transformed = transforms.apply(record)
+                except StageFailed as failed:
+                    retry_at = self.errors.retry_or_fail(failed.failure, self._retry)
+                    if retry_at is not None:
+                        return self._stop_sending(index, start, retry_at)
+                    entries[index].acked = True
+                    continue
+                if transformed is None:  # dropped: its offset is committed, as Kafka Connect does
+                    entries[index].acked = True
+                    continue
+                record = transformed
             topic, key, value = record.topic, record.key, record.value
             if (
                 passthrough

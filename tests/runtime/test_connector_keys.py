@@ -47,10 +47,6 @@ def errors_by_key(infos: dict[str, Any]) -> dict[str, list[str]]:
 @pytest.mark.parametrize(
     ("key", "sink"),
     [
-        ("transforms", False),
-        ("transforms.x.type", True),
-        ("predicates", True),
-        ("predicates.p.type", False),
         ("topic.creation.groups", False),
         ("topic.creation.default.partitions", False),
         ("exactly.once.support", False),
@@ -173,12 +169,16 @@ def test_a_typo_is_created_with_a_warning_and_reported_by_validate(
     assert unknown_key_warnings.take() == ["erors.tolerance", "erors.log.enable"]
 
 
-def test_transforms_are_refused_at_create_and_nothing_is_created(herder: StandaloneHerder) -> None:
+def test_a_transform_without_its_type_is_refused_at_create_and_nothing_is_created(herder: StandaloneHerder) -> None:
     with pytest.raises(InvalidConfigError) as raised:
-        herder.put_connector_config("src", {**SOURCE, **TRANSFORMS})
-    assert set(raised.value.errors) == {"transforms", "transforms.x.type"}
-    assert "Headwater does not implement Single Message Transforms yet" in str(raised.value)
+        herder.put_connector_config("src", {**SOURCE, "transforms": "x"})
+    assert set(raised.value.errors) == {"transforms.x.type"}
+    assert "Missing required configuration" in str(raised.value)
     assert herder.connectors() == []
+    herder.put_connector_config(
+        "src", {**SOURCE, **TRANSFORMS, "transforms.x.static.field": "f", "transforms.x.static.value": "v"}
+    )
+    assert herder.connectors() == ["src"]
 
 
 @pytest.mark.parametrize("herder", [{"connector.unknown.keys": "error"}], indirect=True)
@@ -204,16 +204,16 @@ def test_over_rest_a_typo_is_created_and_validate_reports_it(
     assert errors_by_key(validated.json())["erors.tolerance"][0].endswith("did you mean errors.tolerance?")
 
 
-def test_over_rest_transforms_are_refused_and_reported_by_validate(rest: httpx.Client) -> None:
+def test_over_rest_a_transform_without_its_type_is_refused_and_reported_by_validate(rest: httpx.Client) -> None:
     refused = rest.put("/connectors/src/config", json={**SOURCE, "name": "src", "transforms": "x"})
     assert refused.status_code == 400
-    assert "transforms: Headwater does not implement Single Message Transforms yet" in refused.json()["message"]
+    assert "transforms.x.type: Missing required configuration" in refused.json()["message"]
     assert rest.get("/connectors").json() == []
     validated = rest.put(
         "/connector-plugins/monitorable-source/config/validate", json={**SOURCE, "name": "src", "transforms": "x"}
     )
     infos = validated.json()
-    assert (infos["error_count"], list(errors_by_key(infos))) == (1, ["transforms"])
+    assert (infos["error_count"], list(errors_by_key(infos))) == (1, ["transforms.x.type"])
     assert rest.post("/connectors", json={"name": "src", "config": {**SOURCE, "transforms": ""}}).status_code == 201
 
 
@@ -249,7 +249,7 @@ def test_a_typo_in_a_connector_file_is_warned_about_naming_file_and_line(
 @pytest.mark.parametrize(
     ("worker", "extra", "message"),
     [
-        (WORKER, "transforms=x\n", "c.properties:4: transforms: transforms: Headwater does not implement"),
+        (WORKER, "transforms=x\n", "c.properties: transforms.x.type: "),
         (WORKER + "connector.unknown.keys=error\n", "erors.tolerance=all\n", "c.properties:4: erors.tolerance: "),
     ],
 )

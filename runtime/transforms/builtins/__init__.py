@@ -1,0 +1,62 @@
+"""The built-in transformations and predicates, by the names a connector config's ``type`` may give them: Kafka
+Connect's short names (``InsertField$Value``) and its Java class names
+(``org.apache.kafka.connect.transforms.InsertField$Value``), so configs written for Kafka Connect run unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.runtime.transforms.builtins.fields import (
+    ExtractField,
+    HoistField,
+    InsertField,
+    MaskField,
+    ReplaceField,
+    ValueToKey,
+)
+from headwater.runtime.transforms.builtins.headers import DropHeaders, HeaderFrom, InsertHeader
+from headwater.runtime.transforms.builtins.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
+from headwater.runtime.transforms.builtins.routing import Filter, RegexRouter, TimestampRouter
+
+TRANSFORMS_PACKAGE = "org.apache.kafka.connect.transforms."
+PREDICATES_PACKAGE = "org.apache.kafka.connect.transforms.predicates."
+
+
+def _variants(base: type[Any]) -> dict[str, type[Any]]:
+    """``Name$Key`` and ``Name$Value`` classes of a transformation with both variants."""
+    made: dict[str, type[Any]] = {}
+    for part in ("key", "value"):
+        variant = type(f"{base.__name__}{part.capitalize()}", (base,), {"part": part, "__module__": base.__module__})
+        variant.__qualname__ = f"{base.__name__}${part.capitalize()}"
+        made[f"{base.__name__}${part.capitalize()}"] = variant
+    return made
+
+
+def _named(package: str, classes: dict[str, type[Any]]) -> dict[str, type[Any]]:
+    return {**classes, **{package + name: cls for name, cls in classes.items()}}
+
+
+BUILTIN_TRANSFORMATIONS: dict[str, type[Any]] = _named(
+    TRANSFORMS_PACKAGE,
+    {
+        **_variants(InsertField),
+        **_variants(ReplaceField),
+        **_variants(MaskField),
+        **_variants(HoistField),
+        **_variants(ExtractField),
+        **_variants(HeaderFrom),
+        "ValueToKey": ValueToKey,
+        "RegexRouter": RegexRouter,
+        "TimestampRouter": TimestampRouter,
+        "Filter": Filter,
+        "DropHeaders": DropHeaders,
+        "InsertHeader": InsertHeader,
+    },
+)
+"""Each built-in transformation by its short and its Java class name."""
+
+BUILTIN_PREDICATES: dict[str, type[Any]] = _named(
+    PREDICATES_PACKAGE,
+    {"TopicNameMatches": TopicNameMatches, "HasHeaderKey": HasHeaderKey, "RecordIsTombstone": RecordIsTombstone},
+)
+"""Each built-in predicate by its short and its Java class name."""

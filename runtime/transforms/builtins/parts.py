@@ -1,0 +1,60 @@
+"""What the built-in transformations share: which part of a record a ``$Key`` or ``$Value`` variant works on, and
+Kafka Connect's errors for a value of the wrong shape (``Requirements.requireMap``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from headwater.sdk.errors import ConnectError
+from headwater.sdk.records import SinkRecord, SourceRecord
+from headwater.sdk.transforms import R, Transformation
+
+
+class DataError(ConnectError):
+    """A record a transformation cannot handle (Kafka Connect's ``DataException``)."""
+
+
+def type_name(value: Any) -> str:
+    """The name Kafka Connect's messages give a value's type, for the Python types records carry."""
+    if value is None:
+        return "null"
+    return {dict: "HashMap", list: "ArrayList", str: "String", int: "Long", float: "Double", bool: "Boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def require_map(value: Any, purpose: str) -> Mapping[str, Any]:
+    """``value`` when it is a map; else Kafka Connect's error for a schemaless value of another type."""
+    if not isinstance(value, Mapping):
+        raise DataError(f"Only Map objects supported in absence of schema for [{purpose}], found: {type_name(value)}")
+    return value
+
+
+def require_map_or_null(value: Any, purpose: str) -> Mapping[str, Any] | None:
+    return None if value is None else require_map(value, purpose)
+
+
+def require_sink_record(record: SourceRecord | SinkRecord, purpose: str) -> SinkRecord:
+    if not isinstance(record, SinkRecord):
+        raise DataError(f"Only SinkRecord supported for [{purpose}], found: {type(record).__name__}")
+    return record
+
+
+class KeyOrValue(Transformation[R]):
+    """A transformation with a ``$Key`` and a ``$Value`` variant: :attr:`part` says which part of the record it
+    works on. The variants are the subclasses named ``Key`` and ``Value`` in :data:`.BUILTIN_TRANSFORMATIONS`."""
+
+    part: ClassVar[str]
+    """``key`` or ``value``."""
+
+    def operating_value(self, record: R) -> Any:
+        return record.key if self.part == "key" else record.value
+
+    def new_record(self, record: R, updated: Any) -> R:
+        """The record with :attr:`part` replaced by ``updated`` (and, for a source record, its schema dropped:
+        schemaless values carry none)."""
+        if isinstance(record, SourceRecord):
+            return replace(record, **{self.part: updated, f"{self.part}_schema": None})
+        return replace(record, **{self.part: updated})
