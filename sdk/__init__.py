@@ -34,6 +34,12 @@ from headwater.sdk.records import (
     TopicPartition,
 )
 from headwater.sdk.task import SinkTask, SourceTask, Task
+from headwater.sdk.transforms import (
+    PREDICATE_ENTRY_POINT_GROUP,
+    TRANSFORMATION_ENTRY_POINT_GROUP,
+    Predicate,
+    Transformation,
+)
 
 CONNECTOR_ENTRY_POINT_GROUP = "headwater.connectors"
 """Installed connector plugins register their connector classes under this entry-point group."""
@@ -45,7 +51,9 @@ __all__ = [
     "CONFIG_PROVIDER_ENTRY_POINT_GROUP",
     "CONNECTOR_ENTRY_POINT_GROUP",
     "PLUGIN_ENTRY_POINT_GROUP",
+    "PREDICATE_ENTRY_POINT_GROUP",
     "REQUIRED",
+    "TRANSFORMATION_ENTRY_POINT_GROUP",
     "Clock",
     "ConfigDef",
     "ConfigError",
@@ -59,6 +67,7 @@ __all__ = [
     "IllegalWorkerStateError",
     "Importance",
     "OffsetStorageReader",
+    "Predicate",
     "RetriableError",
     "SinkConnector",
     "SinkRecord",
@@ -73,6 +82,7 @@ __all__ = [
     "SourceTaskContext",
     "Task",
     "TopicPartition",
+    "Transformation",
     "Type",
     "at_least",
     "hookimpl",

@@ -36,22 +36,28 @@ def _named(package: str, classes: dict[str, type[Any]]) -> dict[str, type[Any]]:
     return {**classes, **{package + name: cls for name, cls in classes.items()}}
 
 
+FIELD_TRANSFORMATIONS: dict[str, type[Any]] = {
+    **_variants(InsertField),
+    **_variants(ReplaceField),
+    **_variants(MaskField),
+    **_variants(HoistField),
+    **_variants(ExtractField),
+    "ValueToKey": ValueToKey,
+}
+"""The transformations of the fields of a key or value (:mod:`.fields` and its neighbours)."""
+
+RECORD_TRANSFORMATIONS: dict[str, type[Any]] = {
+    **_variants(HeaderFrom),
+    "RegexRouter": RegexRouter,
+    "TimestampRouter": TimestampRouter,
+    "Filter": Filter,
+    "DropHeaders": DropHeaders,
+    "InsertHeader": InsertHeader,
+}
+"""The transformations of a record's topic, headers, timestamps and schemas, and filtering."""
+
 BUILTIN_TRANSFORMATIONS: dict[str, type[Any]] = _named(
-    TRANSFORMS_PACKAGE,
-    {
-        **_variants(InsertField),
-        **_variants(ReplaceField),
-        **_variants(MaskField),
-        **_variants(HoistField),
-        **_variants(ExtractField),
-        **_variants(HeaderFrom),
-        "ValueToKey": ValueToKey,
-        "RegexRouter": RegexRouter,
-        "TimestampRouter": TimestampRouter,
-        "Filter": Filter,
-        "DropHeaders": DropHeaders,
-        "InsertHeader": InsertHeader,
-    },
+    TRANSFORMS_PACKAGE, {**FIELD_TRANSFORMATIONS, **RECORD_TRANSFORMATIONS}
 )
 """Each built-in transformation by its short and its Java class name."""
 
