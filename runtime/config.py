@@ -176,10 +176,13 @@ WORKER_CONFIG = (
         Type.LIST,
         "",
         Importance.MEDIUM,
-        "Modules a connector.class import path (package.module:Class) may name: a module is allowed when it is "
-        "one of these or inside one (a package allows its submodules); * allows every module. By default none: "
-        "only installed connectors (entry-point group headwater.connectors) can be used, as Kafka Connect uses only "
-        "what its plugin.path holds, so that a REST request cannot make the worker import a module.",
+        "Modules an import path (package.module:Class) in a connector config may name, in connector.class and in "
+        "its key.converter, value.converter and header.converter: a module is allowed when it is one of these or "
+        "inside one (a package allows its submodules); * allows every module. By default none: only installed "
+        "connectors (entry-point group headwater.connectors) and the built-in converters can be used, as Kafka "
+        "Connect uses only what its plugin.path holds, so that a REST request cannot make the worker import a "
+        "module. A refused path is an error naming the key and the module, and nothing is imported. The worker "
+        "file's own converters are not restricted.",
     )
     .define(
         "config.providers",
@@ -218,9 +221,30 @@ CONNECTOR_CONFIG = (
         importance=Importance.HIGH,
     )
     .define("tasks.max", Type.INT, 1, Importance.HIGH, "Most tasks the connector may run.", at_least(1))
-    .define("key.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's key.converter.")
-    .define("value.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's value.converter.")
-    .define("header.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's header.converter.")
+    .define(
+        "key.converter",
+        Type.CLASS,
+        None,
+        Importance.LOW,
+        "Overrides the worker's key.converter; an import path only under a module the worker's "
+        "connector.class.allowed.modules allows.",
+    )
+    .define(
+        "value.converter",
+        Type.CLASS,
+        None,
+        Importance.LOW,
+        "Overrides the worker's value.converter; an import path only under a module the worker's "
+        "connector.class.allowed.modules allows.",
+    )
+    .define(
+        "header.converter",
+        Type.CLASS,
+        None,
+        Importance.LOW,
+        "Overrides the worker's header.converter; an import path only under a module the worker's "
+        "connector.class.allowed.modules allows.",
+    )
     .define(
         "errors.tolerance",
         Type.STRING,

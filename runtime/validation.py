@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
-from headwater.runtime.connector_keys import UNKNOWN_KEYS, refused_keys, unknown_keys
+from headwater.runtime.connector_keys import UNKNOWN_KEYS, converter_errors, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.plugins import ALLOWED_MODULES, resolve_connector_class
 from headwater.runtime.secrets import HIDDEN, hide, scrub, secret_values
@@ -74,20 +74,20 @@ def _errors(
     """The config's definition, its error messages by key (only keys with errors) and, among them, the message of
     each unknown key."""
     spec = props.get("connector.class")
+    worker = DEFAULT_WORKER_CONFIG if worker_config is None else worker_config
     if not spec:
-        errors = CONNECTOR_CONFIG.errors(props)
+        errors = _with_converters(CONNECTOR_CONFIG.errors(props), props, worker)
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
-    allowed = (DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)[ALLOWED_MODULES]
     try:
-        cls = resolve_connector_class(spec, allowed_modules=allowed)
+        cls = resolve_connector_class(spec, allowed_modules=worker[ALLOWED_MODULES])
         probe = _made(cls, spec)
         definition = connector_config_def(probe)
     except ConfigError as error:
-        errors = CONNECTOR_CONFIG.errors(props)
+        errors = _with_converters(CONNECTOR_CONFIG.errors(props), props, worker)
         errors["connector.class"] = [str(error)]
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None), props), {}
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
-    errors = definition.errors(props)
+    errors = _with_converters(definition.errors(props), props, worker)
     if type(probe).validate is not Connector.validate:
         try:
             probe.validate(props)
@@ -97,10 +97,18 @@ def _errors(
                 found.append(str(error))
         except Exception as error:
             errors.setdefault("connector.class", []).append(f"Connector validation failed: {error}")
-    unknown = unknown_keys(props, probe, DEFAULT_WORKER_CONFIG if worker_config is None else worker_config)
+    unknown = unknown_keys(props, probe, worker)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
     return definition, _scrubbed(_with_refusals(errors, props, kind), props), unknown
+
+
+def _with_converters(
+    errors: dict[str, list[str]], props: Mapping[str, Any], worker: Mapping[str, Any]
+) -> dict[str, list[str]]:
+    for key, message in converter_errors(props, worker).items():
+        errors.setdefault(key, []).append(message)
+    return errors
 
 
 def _scrubbed(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:
