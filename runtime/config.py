@@ -121,11 +121,23 @@ WORKER_CONFIG = (
         at_least(0),
     )
     .define(
+        "state.dir",
+        Type.STRING,
+        None,
+        Importance.MEDIUM,
+        "Directory the worker keeps its state on this machine in (a standalone worker's offsets file, unless "
+        "offset.storage.file.filename names another). Unset, it is $XDG_STATE_HOME/headwater, or "
+        "~/.local/state/headwater when XDG_STATE_HOME is not set: per user, never a shared /tmp. The worker creates "
+        "it with mode 0700 when it needs it, and refuses to start when the path is not a directory or other users "
+        "(its group included) may write to it.",
+        non_empty_string,
+    )
+    .define(
         "offset.storage.file.filename",
         Type.STRING,
-        "/tmp/connect.offsets",
+        None,
         Importance.HIGH,
-        "File a standalone worker stores source offsets in.",
+        "File a standalone worker stores source offsets in; unset, connect.offsets in the state directory, state.dir.",
         non_empty_string,
     )
     .define(
