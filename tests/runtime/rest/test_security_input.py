@@ -363,3 +363,45 @@ def test_the_worker_files_converters_are_trusted() -> None:
         assert herder.put_connector_config("c", config) is True
     finally:
         herder.stop()
+
+
+def short_secret_warnings(caplog: Any) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "too short" in r.getMessage()]
+
+
+def test_a_secret_too_short_to_hide_in_logs_is_warned_about_once_per_start(
+    http: httpx.Client, herder: StandaloneHerder, caplog: Any
+) -> None:
+    """A secret under MIN_SCRUBBED_LENGTH characters is not scrubbed from log lines: one warning names the
+    connector and the key, never the value; REST responses still hide it."""
+    caplog.set_level(logging.INFO)
+    short = "q7Z"
+    assert http.post("/connectors", json={"name": "c", "config": {**CONFIG, "database.password": short}}).is_success
+    wait_until(lambda: short_secret_warnings(caplog), "the short secret warning")
+    (warning,) = short_secret_warnings(caplog)
+    assert warning.startswith("connector c: the value of secret key database.password is shorter than 4 characters")
+    assert f"REST responses still show it as {HIDDEN}" in warning
+    assert short not in warning
+    assert http.get("/connectors/c/config").json()["database.password"] == HIDDEN
+    assert http.put("/connectors/c/pause").status_code == 202 and http.put("/connectors/c/resume").status_code == 202
+    wait_until(lambda: "RUNNING" in http.get("/connectors/c/status").text, "the connector resuming")
+    assert len(short_secret_warnings(caplog)) == 1, "pausing and resuming is not a new start"
+    assert http.put("/connectors/c/config", json={**CONFIG, "database.password": "ab"}).status_code == 200
+    wait_until(lambda: len(short_secret_warnings(caplog)) == 2, "the warning for the new config")
+    assert http.post("/connectors", json={"name": "long", "config": CONFIG}).is_success
+    wait_until(lambda: "RUNNING" in http.get("/connectors/long/status").text, "the other connector running")
+    assert not [w for w in short_secret_warnings(caplog) if "connector long" in w]
+
+
+def test_the_worker_configs_secrets_are_hidden_in_logs_and_a_short_one_is_warned_about(caplog: Any) -> None:
+    caplog.set_level(logging.INFO)
+    config = {ALLOWED: "support", "producer.sasl.password": "pw", "consumer.ssl.key.password": f"{SECRET}-worker"}
+    herder = StandaloneHerder(Worker(config, MemoryTransport(MemoryBroker()), MemoryOffsetStore()))
+    try:
+        (warning,) = short_secret_warnings(caplog)
+        assert warning.startswith("the worker config: the value of secret key producer.sasl.password is shorter")
+        assert "pw" not in warning.replace("password", "")
+        logging.getLogger("headwater.test").warning("client said %s", f"{SECRET}-worker")
+        assert f"client said {HIDDEN}" in caplog.text and f"{SECRET}-worker" not in caplog.text
+    finally:
+        herder.stop()
