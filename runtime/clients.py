@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from headwater.runtime.transport.kafka import KafkaTransport
+
 SHARED_CLIENT_PREFIXES = ("security.protocol", "ssl.", "sasl.")
 """Top-level worker keys every Kafka client of the worker gets."""
 
@@ -38,3 +40,10 @@ def client_settings(values: Mapping[str, Any], client: str | None = None) -> dic
 def admin_settings(values: Mapping[str, Any], bootstrap_servers: str) -> dict[str, Any]:
     """Settings of a worker's admin client (the broker check, the cluster id)."""
     return {**client_settings(values, "admin"), "bootstrap.servers": bootstrap_servers}
+
+
+def worker_transport(values: Mapping[str, Any], bootstrap_servers: str) -> KafkaTransport:
+    """The Kafka transport of a worker whose config is ``values``, in either mode: every client it makes gets the
+    shared keys; its admin clients (dead-letter and source topics, the offsets API, the cluster's slots) also get
+    the ``admin.`` keys; producers and consumers get theirs from the worker (:func:`client_settings`)."""
+    return KafkaTransport(bootstrap_servers, client_settings(values), client_settings(values, "admin"))

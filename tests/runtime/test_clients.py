@@ -53,3 +53,16 @@ def test_standalone_and_distributed_workers_give_their_clients_the_same_settings
     expected = {**SHARED, "bootstrap.servers": "kafka:9093"}
     assert standalone.transport.config == distributed.transport.config == expected
     assert standalone.admin_config() == distributed.admin_config()
+
+
+def test_every_admin_client_of_either_worker_gets_the_admin_keys(tmp_path: Path) -> None:
+    """Not only the broker check: the dead-letter topic's, the offsets API's and the slots' admin clients too."""
+    standalone_file = tmp_path / "standalone.properties"
+    standalone_file.write_text(format_properties({**SECURE, "offset.storage.file.filename": str(tmp_path / "o")}))
+    distributed_file = tmp_path / "distributed.properties"
+    topics = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o", "status.storage.topic": "s"}
+    distributed_file.write_text(format_properties({**SECURE, **topics}))
+    expected = {**SHARED, "request.timeout.ms": "9000", "bootstrap.servers": "kafka:9093"}
+    for worker in (StandaloneWorker.from_paths(standalone_file, []), DistributedWorker.from_path(distributed_file)):
+        assert worker.transport.admin_config == expected == worker.admin_config()
+        assert worker.transport.config == {**SHARED, "bootstrap.servers": "kafka:9093"}  # the stores' clients
