@@ -6,6 +6,7 @@ One broker for the module (:mod:`support.secure_kafka`); its PLAINTEXT listener 
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ def kafka(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory)
     try:
         with secure_kafka(tmp_path_factory.mktemp("sasl-ssl-kafka")) as found:
             yield found
+            gc.collect()  # Kafka clients left in reference cycles go while the broker still answers
     except BrokerUnavailable as error:
         if pytestconfig.getoption("require_kafka"):
             pytest.fail(str(error), pytrace=False)
