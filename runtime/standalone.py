@@ -108,7 +108,10 @@ class StandaloneWorker:
         self.config = worker_file.parse(STANDALONE_CONFIG)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.offset_store = FileOffsetStore(self.config["offset.storage.file.filename"])
-        self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
+        try:
+            self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
+        except ConfigError as error:  # named without its value, which may hold a password
+            raise worker_file.error(error.key, error.reason) from None
         self.worker = Worker(
             worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
         )

@@ -60,7 +60,10 @@ class DistributedWorker:
         self.rest_security = rest_security(worker_file, self.config)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.group_id = str(self.config["group.id"])
-        self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
+        try:
+            self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
+        except ConfigError as error:  # named without its value, which may hold a password
+            raise worker_file.error(error.key, error.reason) from None
         c = self.config
         self.config_store = ClusterConfigStore(
             self.transport, c["config.storage.topic"], c["config.storage.replication.factor"]
