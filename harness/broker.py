@@ -332,8 +332,8 @@ class LocalKafkaBroker:
         jars = self.jars_dir if self.jars_dir is not None else fetch_jars(kafka_version=self.kafka_version)
         self.kafka_version = jars_version(jars)
         deadline = time.monotonic() + timeout_s
-        self.port, controller_port, secure_port = free_ports(3)
-        self.secure_port = secure_port if self.sasl_ssl is not None else None
+        self.port, controller_port, *secure = free_ports(2 if self.sasl_ssl is None else 3)
+        self.secure_port = secure[0] if secure else None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         props = str(self.data_dir / "server.properties")
         text = server_properties(self.port, controller_port, self.data_dir / "kraft", self.secure_port)
