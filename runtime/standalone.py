@@ -11,7 +11,7 @@ and commit (source offsets to the file, sink offsets to the group ``connect-<nam
 process exits 0; a task that does not stop within ``task.shutdown.graceful.timeout.ms`` is cancelled, and the process
 exits within that timeout again even if threads or exit hooks it left would keep the interpreter waiting.
 
-Clients get ``bootstrap.servers`` and the settings :func:`~headwater.runtime.clients.client_settings` derives from
+Clients get ``bootstrap.servers`` and the settings :func:`~headwater.runtime.clients.worker_transport` derives from
 the worker's keys, as in distributed mode.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from headwater.runtime.clients import admin_settings, client_settings
+from headwater.runtime.clients import admin_settings, worker_transport
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
 from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.connector_names import check_connector_name
@@ -45,7 +45,6 @@ from headwater.runtime.startup import (
 from headwater.runtime.state_dir import OFFSETS_FILE, offsets_file, prepare_state_dir, state_dir
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
-from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.transport.kafka_check import check_broker
 from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker, connector_config_def
@@ -111,7 +110,10 @@ class StandaloneWorker:
         self.config = worker_file.parse(STANDALONE_CONFIG)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.offset_store = FileOffsetStore(offsets_file(self.config))
-        self.transport = KafkaTransport(self.bootstrap_servers, client_settings(worker_file.values))
+        try:
+            self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
+        except ConfigError as error:  # named without its value, which may hold a password
+            raise worker_file.error(error.key, error.reason) from None
         self.worker = Worker(
             worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
         )
