@@ -47,6 +47,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from headwater.harness.broker_security import SaslSslListener, listener_lines
+
 KAFKA_VERSION = "4.3.1"
 FALLBACK_KAFKA_VERSION = "3.9.2"
 LOG4J_VERSION = "2.25.5"
@@ -167,8 +169,9 @@ def jars_version(jars_dir: Path) -> str:
     raise BrokerUnavailable(f"no kafka_2.13-<version>.jar in {jars_dir}")
 
 
-def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
-    """A combined broker and controller on 127.0.0.1, one replica and one partition for every internal topic.
+def server_properties(port: int, controller_port: int, log_dir: Path, secure_port: int | None = None) -> str:
+    """A combined broker and controller on 127.0.0.1, one replica and one partition for every internal topic
+    (and a ``SASL_SSL`` listener on ``secure_port`` when given: see :mod:`headwater.harness.broker_security`).
 
     Records are kept forever (``log.retention.ms=-1``): time retention goes by the records' own timestamps, so a
     test that writes fixed timestamps years old would see the broker delete them at its next five-minute
@@ -177,11 +180,9 @@ def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+{listener_lines(port, controller_port, secure_port)}\
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs={log_dir}
 num.partitions=1
 num.network.threads=2
@@ -264,7 +265,8 @@ def _alive(pid: int) -> bool:
 
 
 class LocalKafkaBroker:
-    """One broker process with its data under ``data_dir`` (a new temporary directory unless given)."""
+    """One broker process with its data under ``data_dir`` (a new temporary directory unless given). With
+    ``sasl_ssl``, clients may also connect to a SASL_SSL listener (``secure_bootstrap_servers``)."""
 
     def __init__(
         self,
@@ -274,8 +276,10 @@ class LocalKafkaBroker:
         kafka_version: str = KAFKA_VERSION,
         keep: bool = False,
         jvm_opts: Sequence[str] | None = None,
+        sasl_ssl: SaslSslListener | None = None,
     ) -> None:
         self.jars_dir = jars_dir
+        self.sasl_ssl = sasl_ssl
         self.kafka_version = kafka_version
         default_dir = Path(tempfile.gettempdir()) / f"headwater-kafka-{uuid.uuid4().hex[:12]}"
         self.data_dir = Path(data_dir) if data_dir is not None else default_dir  # created by start()
@@ -284,6 +288,7 @@ class LocalKafkaBroker:
         env_opts = os.environ.get("HEADWATER_KAFKA_JVM_OPTS")
         self.jvm_opts = list(jvm_opts if jvm_opts is not None else shlex.split(env_opts or "") or DEFAULT_JVM_OPTS)
         self.port: int | None = None
+        self.secure_port: int | None = None
         self.pid: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -294,6 +299,13 @@ class LocalKafkaBroker:
         if self.port is None:
             raise RuntimeError(f"{self!r} has not been started")
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def secure_bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>`` of the SASL_SSL listener; only once started with ``sasl_ssl``."""
+        if self.secure_port is None:
+            raise RuntimeError(f"{self!r} has no SASL_SSL listener")
+        return f"127.0.0.1:{self.secure_port}"
 
     @property
     def running(self) -> bool:
@@ -320,10 +332,14 @@ class LocalKafkaBroker:
         jars = self.jars_dir if self.jars_dir is not None else fetch_jars(kafka_version=self.kafka_version)
         self.kafka_version = jars_version(jars)
         deadline = time.monotonic() + timeout_s
-        self.port, controller_port = free_ports(2)
+        self.port, controller_port, *secure = free_ports(2 if self.sasl_ssl is None else 3)
+        self.secure_port = secure[0] if secure else None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         props = str(self.data_dir / "server.properties")
-        Path(props).write_text(server_properties(self.port, controller_port, self.data_dir / "kraft"))
+        text = server_properties(self.port, controller_port, self.data_dir / "kraft", self.secure_port)
+        if self.sasl_ssl is not None:
+            text += self.sasl_ssl.server_properties(self.data_dir)
+        Path(props).write_text(text)
         log_name, log_text, log_flag = logging_config(self.kafka_version)
         (self.data_dir / log_name).write_text(log_text)
         command = [java, *self.jvm_opts, log_flag.format(path=self.data_dir / log_name), "-cp", str(jars / "*")]
@@ -348,6 +364,7 @@ class LocalKafkaBroker:
 
     def _format_storage(self, java: list[str], props: str, deadline: float) -> None:
         command = [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", props]
+        command += self.sasl_ssl.format_arguments() if self.sasl_ssl is not None else []
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=max(deadline - time.monotonic(), 1))
         except subprocess.TimeoutExpired as exc:

@@ -135,11 +135,23 @@ WORKER_CONFIG = (
         at_least(0),
     )
     .define(
+        "state.dir",
+        Type.STRING,
+        None,
+        Importance.MEDIUM,
+        "Directory the worker keeps its state on this machine in (a standalone worker's offsets file, unless "
+        "offset.storage.file.filename names another). Unset, it is $XDG_STATE_HOME/headwater, or "
+        "~/.local/state/headwater when XDG_STATE_HOME is not set: per user, never a shared /tmp. The worker creates "
+        "it with mode 0700 when it needs it, and refuses to start when the path is not a directory or other users "
+        "(its group included) may write to it.",
+        non_empty_string,
+    )
+    .define(
         "offset.storage.file.filename",
         Type.STRING,
-        "/tmp/connect.offsets",
+        None,
         Importance.HIGH,
-        "File a standalone worker stores source offsets in.",
+        "File a standalone worker stores source offsets in; unset, connect.offsets in the state directory, state.dir.",
         non_empty_string,
     )
     .define(
@@ -190,10 +202,13 @@ WORKER_CONFIG = (
         Type.LIST,
         "",
         Importance.MEDIUM,
-        "Modules a connector.class import path (package.module:Class) may name: a module is allowed when it is "
-        "one of these or inside one (a package allows its submodules); * allows every module. By default none: "
-        "only installed connectors (entry-point group headwater.connectors) can be used, as Kafka Connect uses only "
-        "what its plugin.path holds, so that a REST request cannot make the worker import a module.",
+        "Modules an import path (package.module:Class) in a connector config may name, in connector.class and in "
+        "its key.converter, value.converter and header.converter: a module is allowed when it is one of these or "
+        "inside one (a package allows its submodules); * allows every module. By default none: only installed "
+        "connectors (entry-point group headwater.connectors) and the built-in converters can be used, as Kafka "
+        "Connect uses only what its plugin.path holds, so that a REST request cannot make the worker import a "
+        "module. A refused path is an error naming the key and the module, and nothing is imported. The worker "
+        "file's own converters are not restricted.",
     )
     .define(
         "config.providers",
@@ -232,9 +247,30 @@ CONNECTOR_CONFIG = (
         importance=Importance.HIGH,
     )
     .define("tasks.max", Type.INT, 1, Importance.HIGH, "Most tasks the connector may run.", at_least(1))
-    .define("key.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's key.converter.")
-    .define("value.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's value.converter.")
-    .define("header.converter", Type.CLASS, None, Importance.LOW, "Overrides the worker's header.converter.")
+    .define(
+        "key.converter",
+        Type.CLASS,
+        None,
+        Importance.LOW,
+        "Overrides the worker's key.converter; an import path only under a module the worker's "
+        "connector.class.allowed.modules allows.",
+    )
+    .define(
+        "value.converter",
+        Type.CLASS,
+        None,
+        Importance.LOW,
+        "Overrides the worker's value.converter; an import path only under a module the worker's "
+        "connector.class.allowed.modules allows.",
+    )
+    .define(
+        "header.converter",
+        Type.CLASS,
+        None,
+        Importance.LOW,
+        "Overrides the worker's header.converter; an import path only under a module the worker's "
+        "connector.class.allowed.modules allows.",
+    )
     .define(
         "errors.tolerance",
         Type.STRING,

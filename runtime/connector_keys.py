@@ -20,12 +20,13 @@ from typing import Any
 
 from headwater.runtime.clients import CONNECTOR_CLIENTS, override_prefix
 from headwater.runtime.config import WORKER_CONFIG
-from headwater.runtime.converters import converter_settings
+from headwater.runtime.converters import converter_class, converter_settings
 from headwater.runtime.plugins import ALLOWED_MODULES
 from headwater.runtime.transforms.config import chain_definition
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.connector import Connector, SinkConnector
+from headwater.sdk.errors import ConfigError
 
 UNKNOWN_KEYS = "connector.unknown.keys"
 """The worker key that says what an unknown connector key does: ``warn`` or ``error``."""
@@ -161,6 +162,23 @@ def unknown_keys(props: Mapping[str, Any], connector: Connector, worker_config: 
     return found
 
 
+def converter_errors(props: Mapping[str, Any], worker_config: Mapping[str, Any]) -> dict[str, str]:
+    """The converter keys ``props`` sets whose converter cannot be loaded, each with why: an import path whose
+    module the worker's ``connector.class.allowed.modules`` does not allow is refused before it is imported (the
+    worker file's own converters are trusted and not checked here)."""
+    allowed = list(worker_config.get(ALLOWED_MODULES) or [])
+    found: dict[str, str] = {}
+    for key in CONVERTERS:
+        spec = props.get(key)
+        if spec is None or spec == "":
+            continue
+        try:
+            converter_class(str(spec), key, allowed)
+        except ConfigError as error:
+            found[key] = str(error)
+    return found
+
+
 def _override_problem(name: str, kind: str) -> str | None:
     """``None`` for a key that is not a client override; ``""`` for one the worker honours; else why not."""
     client = next((c for c in CLIENTS if name.startswith(override_prefix(c))), None)
@@ -181,8 +199,10 @@ def _converter_problem(name: str, props: Mapping[str, Any], worker_config: Mappi
     converter = next((c for c in CONVERTERS if name.startswith(f"{c}.")), None)
     if converter is None:
         return None
-    spec = props.get(converter) or worker_config.get(converter) or WORKER_CONFIG.keys[converter].default
-    settings = converter_settings(str(spec), header=converter == "header.converter")
+    own = props.get(converter)
+    spec = own or worker_config.get(converter) or WORKER_CONFIG.keys[converter].default
+    allowed = (worker_config.get(ALLOWED_MODULES) or []) if own else None  # the worker file's converters are trusted
+    settings = converter_settings(str(spec), converter == "header.converter", allowed)
     setting = name[len(converter) + 1 :]
     if settings is None or settings[1].covers(setting):
         return ""

@@ -7,9 +7,10 @@ import base64
 import codecs
 import importlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
+from headwater.runtime.plugins import refuse_unless_allowed
 from headwater.sdk.config import ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError, ConnectError
 
@@ -296,13 +297,19 @@ _HEADER_CONVERTERS: dict[str, type] = {
 _HINT = "use bytes, string, json, a Kafka converter class name or a Python import path (package.module:Class)"
 
 
-def _load_class(spec: str, key: str, builtin: Mapping[str, type]) -> type:
+_BUILT_IN = "the built-in converters (bytes, string, json, simple and Kafka's class names for them)"
+
+
+def _load_class(spec: str, key: str, builtin: Mapping[str, type], allowed_modules: Sequence[str] | None = None) -> type:
+    """The converter class ``spec`` names; an import path's module is imported only when ``allowed_modules`` (the
+    worker's ``connector.class.allowed.modules``, or ``None`` for a trusted spec) allows it."""
     name = spec.strip()
     cls = builtin.get(name) or builtin.get(name.lower())
     if cls is None:
         module_name, _, attr = name.partition(":") if ":" in name else name.rpartition(".")
         if not (module_name and attr):
             raise ConfigError(key, spec, f"Unknown converter; {_HINT}")
+        refuse_unless_allowed(key, spec, module_name, allowed_modules, "Converter classes", _BUILT_IN)
         try:
             cls = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as error:
@@ -359,13 +366,26 @@ def converter_config(props: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     return {name[len(start) :]: value for name, value in props.items() if name.startswith(start)}
 
 
-def converter_settings(spec: str, header: bool = False) -> tuple[str, ConfigDef] | None:
-    """The class name and ``CONFIG`` (its own keys) of the converter ``spec`` names, a header converter's when
-    ``header``; ``None`` when it cannot be loaded or declares no ``CONFIG``, so that its keys cannot be known."""
+def converter_class(spec: str, key: str, allowed_modules: Sequence[str] | None = None) -> type:
+    """The class of the converter ``spec`` names for ``key`` (``key.converter``, ``value.converter`` or
+    ``header.converter``); raise :class:`ConfigError` naming ``key`` when it cannot be loaded, or when it is an
+    import path whose module ``allowed_modules`` (the worker's ``connector.class.allowed.modules``; ``None`` for a
+    trusted spec, the worker file's) does not allow, before anything is imported."""
     name = spec.strip()
     builtin = _CONVERTERS.get(name) or _CONVERTERS.get(name.lower())
+    if builtin is not None:
+        return builtin
+    return _load_class(spec, key, _HEADER_CONVERTERS if key == "header.converter" else _CONVERTERS, allowed_modules)
+
+
+def converter_settings(
+    spec: str, header: bool = False, allowed_modules: Sequence[str] | None = None
+) -> tuple[str, ConfigDef] | None:
+    """The class name and ``CONFIG`` (its own keys) of the converter ``spec`` names, a header converter's when
+    ``header``; ``None`` when it cannot be loaded (or ``allowed_modules`` refuses its module: nothing is imported)
+    or declares no ``CONFIG``, so that its keys cannot be known."""
     try:
-        cls = builtin or _load_class(spec, "header.converter", _HEADER_CONVERTERS if header else _CONVERTERS)
+        cls = converter_class(spec, "header.converter" if header else "value.converter", allowed_modules)
     except ConfigError:
         return None
     config = getattr(cls, "CONFIG", None)

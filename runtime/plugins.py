@@ -116,7 +116,8 @@ def installed_connectors() -> dict[str, type[Connector]]:
 
 
 ALLOWED_MODULES = "connector.class.allowed.modules"
-"""The worker key listing the modules a ``connector.class`` import path may name."""
+"""The worker key listing the modules an import path in a connector config (``connector.class``, its converters)
+may name."""
 
 
 def import_allowed(module_name: str, allowed_modules: Sequence[str]) -> bool:
@@ -145,8 +146,7 @@ def resolve_connector_class(
             return cls
     module_name, _, attr = spec.partition(":") if ":" in spec else spec.rpartition(".")
     if _is_import_path(module_name, attr):
-        if allowed_modules is not None and not import_allowed(module_name, allowed_modules):
-            raise ConfigError(key, spec, not_allowed(module_name))
+        refuse_unless_allowed(key, spec, module_name, allowed_modules)
         try:
             loaded = getattr(importlib.import_module(module_name), attr)
         except Exception as error:  # whatever a module raises on import is the config's fault here, not the worker's
@@ -160,11 +160,29 @@ def resolve_connector_class(
     raise ConfigError(key, spec, f"Unknown connector; installed connectors: {known}")
 
 
-def not_allowed(module_name: str) -> str:
+INSTALLED_CONNECTORS = f"installed connectors (entry-point group {CONNECTOR_ENTRY_POINT_GROUP})"
+
+
+def refuse_unless_allowed(
+    key: str,
+    spec: object,
+    module_name: str,
+    allowed_modules: Sequence[str] | None,
+    what: str = "Connector classes",
+    instead: str = INSTALLED_CONNECTORS,
+) -> None:
+    """Raise :class:`ConfigError` naming ``key`` and the module unless ``allowed_modules`` (the worker's
+    ``connector.class.allowed.modules``; ``None`` for a value the worker trusts) allows ``module_name``: the one
+    check before a module named by a connector config's import path is imported. ``what`` is what ``key`` names
+    and ``instead`` what can be used without allowing a module."""
+    if allowed_modules is not None and not import_allowed(module_name, allowed_modules):
+        raise ConfigError(key, spec, not_allowed(module_name, what, instead))
+
+
+def not_allowed(module_name: str, what: str = "Connector classes", instead: str = INSTALLED_CONNECTORS) -> str:
     return (
-        f"Connector classes are not imported from module {module_name}: only installed connectors (entry-point group "
-        f"{CONNECTOR_ENTRY_POINT_GROUP}) and modules listed in the worker's {ALLOWED_MODULES} can be used; add "
-        f"{module_name} (or a package above it) there to allow it"
+        f"{what} are not imported from module {module_name}: only {instead} and modules listed in the worker's "
+        f"{ALLOWED_MODULES} can be used; add {module_name} (or a package above it) there to allow it"
     )
 
 

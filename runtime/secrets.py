@@ -24,6 +24,8 @@ from headwater.sdk.connector import Connector
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.providers import REFERENCE
 
+log = logging.getLogger(__name__)
+
 HIDDEN = "[hidden]"
 """What a secret value is shown as (Kafka's ``Password.toString``)."""
 
@@ -110,6 +112,27 @@ def secret_values(configs: Iterable[Mapping[str, Any]], keys: Collection[str] | 
     return {value for value in found if len(value) >= MIN_SCRUBBED_LENGTH and value != HIDDEN}
 
 
+def warn_short_secrets(owner: str, config: Mapping[str, Any], keys: Collection[str] = ()) -> list[str]:
+    """Log one warning naming ``owner`` (``connector NAME``, ``the worker config``) and each secret key of
+    ``config`` whose value is too short to be scrubbed from log lines (under :data:`MIN_SCRUBBED_LENGTH`
+    characters, not empty), never the value; return those keys. ``keys`` are the connector's ``PASSWORD`` keys."""
+    short = [
+        k
+        for k, v in config.items()
+        if v is not None and is_secret(k, keys) and not only_references(v) and 0 < len(str(v)) < MIN_SCRUBBED_LENGTH
+    ]
+    if short:
+        log.warning(
+            "%s: the value of secret key %s is shorter than %d characters, too short to be hidden in log lines: it "
+            "may appear in logs as it is (REST responses still show it as %s); use a longer secret",
+            owner,
+            ", ".join(sorted(short)),
+            MIN_SCRUBBED_LENGTH,
+            HIDDEN,
+        )
+    return short
+
+
 def scrub(text: str, values: Iterable[str]) -> str:
     """``text`` with every one of ``values`` replaced by ``[hidden]``, longest first."""
     for value in sorted(values, key=len, reverse=True):
@@ -150,9 +173,9 @@ def restore_hidden(name: str, props: Mapping[str, Any], stored: Mapping[str, Any
 
 class LogScrubber:
     """Hides, in every log record made in this process (any logger: a connector's own too), the secret values of
-    the connectors the watched workers run (their configs and their tasks' configs), in the message and in the
-    formatted exception. It wraps the log record factory, so that handlers added later (pytest's ``caplog``) see
-    the record already scrubbed."""
+    the watched workers' own configs and of the connectors they run (their configs and their tasks' configs), in
+    the message and in the formatted exception. It wraps the log record factory, so that handlers added later
+    (pytest's ``caplog``) see the record already scrubbed."""
 
     def __init__(self) -> None:
         self.workers: weakref.WeakSet[Worker] = weakref.WeakSet()
@@ -175,6 +198,7 @@ class LogScrubber:
         found: set[str] = set()
         seen: set[int] = set()
         for worker in list(self.workers):
+            found |= self._values_of(worker.config, {}, seen)  # the worker file's own (client passwords)
             connectors = dict(worker.connectors)
             for connector in connectors.values():
                 found |= self._values_of(connector.config, connector.config, seen)
@@ -214,5 +238,7 @@ LOG_SCRUBBER = LogScrubber()
 
 
 def watch(worker: Worker) -> None:
-    """Hide ``worker``'s connectors' secret values in every log record made from now on."""
+    """Hide ``worker``'s and its connectors' secret values in every log record made from now on; warn about the
+    worker config's secrets too short to be hidden (:func:`warn_short_secrets`)."""
     LOG_SCRUBBER.watch(worker)
+    warn_short_secrets("the worker config", worker.config)

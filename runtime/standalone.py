@@ -2,15 +2,16 @@
 in a local file.
 
 ``headwater standalone worker.properties [connector.properties ...]`` validates every file first (a bad one exits
-with code 2 before anything connects), loads the offsets file (read only), waits until the Kafka cluster at
-``bootstrap.servers`` answers a metadata request, retrying with a doubling backoff, starts serving Kafka Connect's
-REST API at ``listeners`` (by default ``http://127.0.0.1:8083``), then starts each connector and runs until
-SIGTERM or SIGINT. Stopping is graceful: tasks finish their pass, flush their producers and commit
-(source offsets to the file, sink offsets to the group ``connect-<name>``), connectors stop, and the process
-exits 0; a task that does not stop within ``task.shutdown.graceful.timeout.ms`` is cancelled, and the process
+with code 2 before anything connects), loads the offsets file (read only; by default ``connect.offsets`` in the
+per-user state directory ``state.dir``, created private when missing: :mod:`~headwater.runtime.state_dir`), waits
+until the Kafka cluster at ``bootstrap.servers`` answers a metadata request, retrying with a doubling backoff,
+starts serving Kafka Connect's REST API at ``listeners`` (by default ``http://127.0.0.1:8083``), then starts each
+connector and runs until SIGTERM or SIGINT. Stopping is graceful: tasks finish their pass, flush their producers
+and commit (source offsets to the file, sink offsets to the group ``connect-<name>``), connectors stop, and the
+process exits 0; a task that does not stop within ``task.shutdown.graceful.timeout.ms`` is cancelled, and the process
 exits within that timeout again even if threads or exit hooks it left would keep the interpreter waiting.
 
-Clients get ``bootstrap.servers`` and the settings :func:`~headwater.runtime.clients.client_settings` derives from
+Clients get ``bootstrap.servers`` and the settings :func:`~headwater.runtime.clients.worker_transport` derives from
 the worker's keys, as in distributed mode.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from headwater.runtime.clients import admin_settings, client_settings
+from headwater.runtime.clients import admin_settings, worker_transport
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
 from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.connector_names import check_connector_name
@@ -41,9 +42,9 @@ from headwater.runtime.startup import (
     serve_rest,
     wait_for_broker,
 )
+from headwater.runtime.state_dir import OFFSETS_FILE, offsets_file, prepare_state_dir, state_dir
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
-from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.transport.kafka_check import check_broker
 from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker, connector_config_def
@@ -108,8 +109,11 @@ class StandaloneWorker:
         self.worker_file = worker_file
         self.config = worker_file.parse(STANDALONE_CONFIG)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
-        self.offset_store = FileOffsetStore(self.config["offset.storage.file.filename"])
-        self.transport = KafkaTransport(self.bootstrap_servers, client_settings(worker_file.values))
+        self.offset_store = FileOffsetStore(offsets_file(self.config))
+        try:
+            self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
+        except ConfigError as error:  # named without its value, which may hold a password
+            raise worker_file.error(error.key, error.reason) from None
         self.worker = Worker(
             worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
         )
@@ -163,7 +167,8 @@ class StandaloneWorker:
 
     def run(self, stop: threading.Event) -> int:
         """Start, run until ``stop`` is set, stop gracefully; return the exit code. Raises ConnectError when the
-        offsets file cannot be read."""
+        offsets file cannot be read, and PropertiesError when the offsets file is the state directory's
+        (``state.dir``) and that cannot be created or is not private (:func:`prepare_state_dir`)."""
         names = ", ".join(file.values["name"] for file in self.connector_files)
         log.info(
             "standalone worker starting: bootstrap.servers=%s, offsets file %s, connectors: %s",
@@ -171,6 +176,11 @@ class StandaloneWorker:
             self.offset_store.path,
             names,
         )
+        if not self.config[OFFSETS_FILE]:
+            try:
+                prepare_state_dir(state_dir(self.config))
+            except ConfigError as error:
+                raise self.worker_file.config_error(error) from None
         self.offset_store.start()
         try:
             if not self.wait_for_broker(stop):

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
-from headwater.runtime.connector_keys import UNKNOWN_KEYS, refused_keys, unknown_keys
+from headwater.runtime.connector_keys import UNKNOWN_KEYS, converter_errors, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.override_policy import client_refusals
 from headwater.runtime.plugins import ALLOWED_MODULES, resolve_connector_class
@@ -85,19 +85,18 @@ def _errors(
     worker = DEFAULT_WORKER_CONFIG if worker_config is None else worker_config
     spec = props.get("connector.class")
     if not spec:
-        errors = CONNECTOR_CONFIG.errors(props)
+        errors = _with_converters(CONNECTOR_CONFIG.errors(props), props, worker)
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None, worker), props), {}
-    allowed = worker[ALLOWED_MODULES]
     try:
-        cls = resolve_connector_class(spec, allowed_modules=allowed)
+        cls = resolve_connector_class(spec, allowed_modules=worker[ALLOWED_MODULES])
         probe = _made(cls, spec)
         definition = connector_config_def(probe).merge(chain_definition(props, allowed))
     except ConfigError as error:
-        errors = CONNECTOR_CONFIG.errors(props)
+        errors = _with_converters(CONNECTOR_CONFIG.errors(props), props, worker)
         errors["connector.class"] = [str(error)]
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None, worker), props), {}
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
-    errors = definition.errors(props)
+    errors = _with_converters(definition.errors(props), props, worker)
     # a connector may make clients from its config to check it (the mirror does): never with a refused setting
     if type(probe).validate is not Connector.validate and not client_refusals(props, worker):
         try:
@@ -115,6 +114,14 @@ def _errors(
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
     return definition, _scrubbed(_with_refusals(errors, props, kind, worker), props), unknown
+
+
+def _with_converters(
+    errors: dict[str, list[str]], props: Mapping[str, Any], worker: Mapping[str, Any]
+) -> dict[str, list[str]]:
+    for key, message in converter_errors(props, worker).items():
+        errors.setdefault(key, []).append(message)
+    return errors
 
 
 def _scrubbed(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from headwater.runtime.clients import admin_settings, client_settings
+from headwater.runtime.clients import admin_settings, worker_transport
 from headwater.runtime.config import parse_listener
 from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
@@ -35,7 +35,6 @@ from headwater.runtime.startup import (
 )
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
-from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.transport.kafka_check import check_broker
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
@@ -61,7 +60,10 @@ class DistributedWorker:
         self.rest_security = rest_security(worker_file, self.config)
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.group_id = str(self.config["group.id"])
-        self.transport = KafkaTransport(self.bootstrap_servers, client_settings(worker_file.values))
+        try:
+            self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
+        except ConfigError as error:  # named without its value, which may hold a password
+            raise worker_file.error(error.key, error.reason) from None
         c = self.config
         self.config_store = ClusterConfigStore(
             self.transport, c["config.storage.topic"], c["config.storage.replication.factor"]

@@ -28,7 +28,15 @@ from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFou
 from headwater.runtime.herder.lifecycle import put_status
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
 from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, resolve_connector_class
-from headwater.runtime.secrets import password_keys, restore_hidden, scrub, scrub_error, secret_values, watch
+from headwater.runtime.secrets import (
+    password_keys,
+    restore_hidden,
+    scrub,
+    scrub_error,
+    secret_values,
+    warn_short_secrets,
+    watch,
+)
 from headwater.runtime.storage.configs import TargetState
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.storage.status import Status, StatusStore
@@ -78,6 +86,8 @@ class Herder(abc.ABC):
         self.status_store = status_store
         self.active_topics = ActiveTopics(status_store, worker.clock, bool(worker.config["topic.tracking.enable"]))
         self.offsets = ConnectorOffsets(offset_store, worker.transport)
+        self._checked: dict[str, Mapping[str, Any]] = {}
+        """Each connector's config last checked by :meth:`_check_started`."""
         previous = worker.listener
 
         def record(connector: str, task: int | None, state: State, trace: str | None) -> None:
@@ -263,7 +273,17 @@ class Herder(abc.ABC):
 
     def _state_changed(self, connector: str, task: int | None, state: State, trace: str | None) -> None:
         """The worker's listener: a connector or task of this worker changed state (on any thread)."""
+        if task is None and state in (State.RUNNING, State.PAUSED):
+            self._check_started(connector)
         self._put_status(connector, task, state.value, trace)
+
+    def _check_started(self, name: str) -> None:
+        """Warn once per start (a new config object) of a connector about secrets too short to be hidden in logs."""
+        running = self.worker.connectors.get(name)
+        if running is None or self._checked.get(name) is running.config:
+            return
+        self._checked[name] = running.config
+        warn_short_secrets(f"connector {name}", running.config, password_keys(running.config, stored=True))
 
     def _put_status(self, connector: str, task: int | None, state: str, trace: str | None) -> None:
         """Write a status record, unless the connector is gone (deleted)."""

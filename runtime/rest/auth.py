@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import inspect
 import os
 import re
 from collections.abc import Mapping
@@ -26,7 +27,12 @@ REALM = "Headwater"
 @runtime_checkable
 class Authenticator(Protocol):
     """Decides who sent a REST request. Called on the server's event loop for every request, before the request
-    body is read; it must not block for long."""
+    body is read; it must not block for long.
+
+    An ``authenticate`` that also takes a keyword argument ``client_certificate`` gets the
+    :class:`~headwater.runtime.rest.client_certificate.ClientCertificate` the listener verified (mutual TLS,
+    ``listeners.https.ssl.client.auth`` ``requested`` or ``required``), or None when the client sent none, so that
+    it can authorise by certificate subject or SAN; one with only the three arguments is called as before."""
 
     def authenticate(self, method: str, path: str, headers: Mapping[str, str]) -> str | None:
         """The principal (a user name) that sent the request, or None to refuse it with HTTP 401. ``headers``
@@ -34,6 +40,22 @@ class Authenticator(Protocol):
 
     def challenge(self) -> str:
         """The ``WWW-Authenticate`` header of a 401 response."""
+
+
+CLIENT_CERTIFICATE = "client_certificate"
+"""The keyword argument an authenticator's ``authenticate`` takes to be given the verified client certificate."""
+
+
+def takes_client_certificate(authenticator: Authenticator) -> bool:
+    """Whether ``authenticator.authenticate`` takes the ``client_certificate`` keyword argument (or ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(authenticator.authenticate).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature Python can read: call it the old way
+        return False
+    return any(
+        (p.name == CLIENT_CERTIFICATE and p.kind is not p.POSITIONAL_ONLY) or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
 
 
 class BasicAuthenticator:

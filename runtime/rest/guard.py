@@ -8,7 +8,8 @@ from collections.abc import Collection
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from headwater.runtime.rest.auth import Authenticator
+from headwater.runtime.rest.auth import CLIENT_CERTIFICATE, Authenticator, takes_client_certificate
+from headwater.runtime.rest.client_certificate import ClientCertificate
 from headwater.runtime.rest.errors import error_response
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class RequestGuard:
         self.authenticator = authenticator
         self.max_body_bytes = max_body_bytes
         self.unauthenticated_paths = unauthenticated_paths
+        self._pass_certificate = authenticator is not None and takes_client_certificate(authenticator)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -59,7 +61,8 @@ class RequestGuard:
     def _refuses(self, authenticator: Authenticator, scope: Scope, headers: dict[str, str]) -> bool:
         if scope["path"] in self.unauthenticated_paths:
             return False
-        return authenticator.authenticate(scope["method"], scope["path"], headers) is None
+        extra = {CLIENT_CERTIFICATE: ClientCertificate.from_scope(scope)} if self._pass_certificate else {}
+        return authenticator.authenticate(scope["method"], scope["path"], headers, **extra) is None
 
     def _too_large(self) -> str:
         return f"Request body larger than rest.request.body.max.bytes ({self.max_body_bytes})"

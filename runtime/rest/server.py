@@ -13,6 +13,7 @@ import time
 import uvicorn
 from fastapi import FastAPI
 
+from headwater.runtime.rest.client_certificate import TlsScopeProtocol
 from headwater.runtime.rest.security import RestSecurity
 from headwater.sdk.errors import ConnectError
 
@@ -37,7 +38,7 @@ class RestServer:
             access_log=False,
             lifespan="off",
             ws="none",
-            http="h11",
+            http=TlsScopeProtocol,  # h11, with the client certificate in the scope (ASGI TLS extension)
             timeout_graceful_shutdown=5,
             **tls,
         )

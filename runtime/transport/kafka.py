@@ -133,12 +133,19 @@ def _ours(partitions: Sequence[RdTopicPartition]) -> list[TopicPartition]:
 
 class KafkaTransport:
     """Makes confluent-kafka clients for one cluster. ``config`` holds librdkafka settings shared by all clients
-    (``bootstrap.servers``, security); per-client settings come with each call and win."""
+    (``bootstrap.servers``, security); ``admin_config`` holds settings of the admin clients only, which win (a
+    worker's ``admin.`` keys); producer and consumer settings come with each call and win."""
 
-    def __init__(self, bootstrap_servers: str, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: Mapping[str, Any] | None = None,
+        admin_config: Mapping[str, Any] | None = None,
+    ) -> None:
         if not bootstrap_servers:
             raise ConfigError("bootstrap.servers", bootstrap_servers, "Kafka bootstrap servers are required")
         self.config = {**(config or {}), "bootstrap.servers": bootstrap_servers}
+        self.admin_config = {**self.config, **(admin_config or {}), "bootstrap.servers": bootstrap_servers}
 
     def _merged(self, defaults: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**defaults, **self.config, **config}
@@ -153,7 +160,7 @@ class KafkaTransport:
         return KafkaConsumer(merged)
 
     def admin(self) -> KafkaAdmin:
-        return KafkaAdmin({k: v for k, v in self.config.items() if k not in JAVA_ONLY})
+        return KafkaAdmin({k: v for k, v in self.admin_config.items() if k not in JAVA_ONLY})
 
     def topic_log(self, topic: str, apply: LogApply, **options: Any) -> KafkaBasedLog:
         """See :meth:`Transport.topic_log`."""

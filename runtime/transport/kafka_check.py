@@ -1,5 +1,10 @@
 """Two questions a worker asks a Kafka cluster with an admin client before it starts: does it answer, and what is
-its id. Both keep librdkafka's log lines of the client to themselves, to explain a failure in one line."""
+its id. Both keep librdkafka's log lines of the client to themselves, to explain a failure in one line.
+
+A cluster that answers but refuses the worker's client (its SASL credentials or mechanism, or a TLS handshake: a
+broker certificate the client cannot verify) is not worth waiting for: :func:`check_broker` raises
+:class:`BrokerRefused` at once rather than retrying, as Kafka's Java clients treat authentication failures as
+final."""
 
 from __future__ import annotations
 
@@ -12,7 +17,14 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from headwater.sdk.errors import ConfigError
+from headwater.sdk.errors import ConfigError, ConnectError
+
+REFUSALS = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
+"""librdkafka's error codes for a broker that refused the client: SASL authentication and the TLS handshake."""
+
+
+class BrokerRefused(ConnectError):
+    """The cluster answered and refused the client's security settings (which retrying does not change)."""
 
 
 def kafka_cluster_id(config: Mapping[str, Any], timeout_s: float = 5.0) -> str | None:
@@ -42,7 +54,8 @@ def check_broker(config: Mapping[str, Any], timeout_ms: int, stop: threading.Eve
     """None when the cluster answers an admin metadata request within ``timeout_ms``, else the reason. Returns
     early (with a reason) when ``stop`` is set. Raises ConfigError when librdkafka rejects ``config``."""
     collected = _CollectedLog()
-    settings: dict[str, Any] = {**config, "logger": collected}
+    refusals: list[KafkaError] = []
+    settings: dict[str, Any] = {**config, "logger": collected, "error_cb": _collect_refusals(refusals)}
     try:
         admin = AdminClient(settings)
     except KafkaException as error:
@@ -58,8 +71,25 @@ def check_broker(config: Mapping[str, Any], timeout_ms: int, stop: threading.Eve
             return None
         except KafkaException as error:
             reason = _describe(error)
+        admin.poll(0)  # serves error_cb
+        if refusals:
+            raise BrokerRefused(f"the Kafka cluster refused the worker's client: {_describe_refusal(refusals[-1])}")
     admin.poll(0)
     return collected.lines[-1] if collected.lines else reason
+
+
+def _collect_refusals(found: list[KafkaError]) -> Any:
+    def collect(error: KafkaError) -> None:
+        if error.code() in REFUSALS:
+            found.append(error)
+
+    return collect
+
+
+def _describe_refusal(error: KafkaError) -> str:
+    """librdkafka's text without the broker's address and state timing: ``SASL authentication error: ...``."""
+    text = error.str().split("/bootstrap: ", 1)[-1]
+    return text.split(" (after ", 1)[0]
 
 
 def _describe(error: KafkaException) -> str:

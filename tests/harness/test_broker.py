@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import struct
 import time
@@ -24,6 +25,7 @@ from headwater.harness.broker import (
     pom_xml,
     server_properties,
 )
+from headwater.harness.broker_security import SaslSslListener
 
 try:
     import confluent_kafka
@@ -211,3 +213,36 @@ def test_maven_pom_lists_any_dependencies_and_leaves_out_excluded_groups() -> No
     assert "<artifactId>debezium-connector-postgres</artifactId><version>3.6.0.Final</version>" in pom
     assert "<excludeGroupIds>org.apache.kafka,org.slf4j</excludeGroupIds>" in pom
     assert "excludeGroupIds" not in pom_xml("4.3.1"), "the broker's pom keeps every jar"
+
+
+KEY = "-----BEGIN PRIVATE KEY-----\nMIG...\n-----END PRIVATE KEY-----\n"
+CHAIN = "-----BEGIN CERTIFICATE-----\nMII...\n-----END CERTIFICATE-----\n"
+
+
+def test_a_sasl_ssl_listener_sits_beside_the_plaintext_one_which_brokers_and_controllers_keep(tmp_path: Path) -> None:
+    listener = SaslSslListener(CHAIN, KEY, {"alice": "alice-secret"}, mechanisms=("SCRAM-SHA-512",))
+    text = server_properties(19092, 19093, tmp_path, secure_port=19094) + listener.server_properties(tmp_path)
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19092,SASL_SSL://127.0.0.1:19094,CONTROLLER://127.0.0.1:19093"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19092,SASL_SSL://127.0.0.1:19094"
+    assert props["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL"
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+    assert props["listener.name.sasl_ssl.sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
+    assert props["listener.name.sasl_ssl.ssl.keystore.type"] == "PEM"
+    assert Path(props["listener.name.sasl_ssl.ssl.keystore.location"]).read_text() == KEY + CHAIN
+    assert listener.format_arguments() == ["--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]"]
+
+
+@pytest.mark.parametrize(
+    ("key", "users", "problem"),
+    [
+        ("-----BEGIN EC PRIVATE KEY-----\n", {"a": "b"}, "PKCS#8"),
+        (KEY, {}, "at least one SCRAM user"),
+        (KEY, {"a": "p,w"}, "without , = [ or ]"),
+    ],
+)
+def test_a_sasl_ssl_listener_kafka_could_not_use_is_refused_saying_why(
+    key: str, users: dict[str, str], problem: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        SaslSslListener(CHAIN, key, users)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from headwater.runtime.clients import admin_settings, client_settings
 from headwater.runtime.distributed import DistributedWorker
-from headwater.runtime.properties import format_properties
+from headwater.runtime.properties import PropertiesError, format_properties
 from headwater.runtime.standalone import StandaloneWorker
 
 SECURE = {
@@ -53,3 +55,43 @@ def test_standalone_and_distributed_workers_give_their_clients_the_same_settings
     expected = {**SHARED, "bootstrap.servers": "kafka:9093"}
     assert standalone.transport.config == distributed.transport.config == expected
     assert standalone.admin_config() == distributed.admin_config()
+
+
+def test_every_admin_client_of_either_worker_gets_the_admin_keys(tmp_path: Path) -> None:
+    """Not only the broker check: the dead-letter topic's, the offsets API's and the slots' admin clients too."""
+    standalone_file = tmp_path / "standalone.properties"
+    standalone_file.write_text(format_properties({**SECURE, "offset.storage.file.filename": str(tmp_path / "o")}))
+    distributed_file = tmp_path / "distributed.properties"
+    topics = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o", "status.storage.topic": "s"}
+    distributed_file.write_text(format_properties({**SECURE, **topics}))
+    expected = {**SHARED, "request.timeout.ms": "9000", "bootstrap.servers": "kafka:9093"}
+    for worker in (StandaloneWorker.from_paths(standalone_file, []), DistributedWorker.from_path(distributed_file)):
+        assert worker.transport.admin_config == expected == worker.admin_config()
+        assert worker.transport.config == {**SHARED, "bootstrap.servers": "kafka:9093"}  # the stores' clients
+
+
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="hunter2";'
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "spelling"),
+    [
+        ("sasl.jaas.config", JAAS, "give sasl.username and sasl.password"),
+        ("consumer.ssl.truststore.location", "/etc/kafka/truststore.jks", "as a PEM file in ssl.ca.location"),
+        ("admin.ssl.keystore.type", "JKS", "PKCS#12 key store"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["standalone", "distributed"])
+def test_a_java_only_security_key_is_refused_naming_it_and_librdkafkas_spelling(
+    tmp_path: Path, mode: str, key: str, value: str, spelling: str
+) -> None:
+    path = tmp_path / "worker.properties"
+    topics = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o", "status.storage.topic": "s"}
+    extra = {"offset.storage.file.filename": str(tmp_path / "o")} if mode == "standalone" else topics
+    path.write_text(format_properties({**SHARED, "bootstrap.servers": "kafka:9093", **extra, key: value}))
+    with pytest.raises(PropertiesError) as raised:
+        StandaloneWorker.from_paths(path, []) if mode == "standalone" else DistributedWorker.from_path(path)
+    message = str(raised.value)
+    assert f"worker.properties:{len(SHARED) + len(extra) + 2}: {key}: a Java client setting" in message
+    assert spelling in message
+    assert "hunter2" not in message

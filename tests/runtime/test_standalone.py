@@ -99,7 +99,7 @@ def test_waiting_for_the_broker_ends_when_stopped() -> None:
 def test_standalone_config_defaults_like_connect_standalone() -> None:
     parsed = STANDALONE_CONFIG.parse({})
     assert parsed["bootstrap.servers"] == ["localhost:9092"]
-    assert parsed["offset.storage.file.filename"] == "/tmp/connect.offsets"
+    assert parsed["offset.storage.file.filename"] is None  # connect.offsets in the state directory, not in /tmp
     assert (parsed["broker.check.backoff.ms"], parsed["broker.check.backoff.max.ms"]) == (1000, 30000)
 
 

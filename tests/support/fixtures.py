@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get(REQUIRE_DATABASES_ENV, "") not in ("", "0"),
         help=f"fail, rather than skip, when PostgreSQL or MariaDB cannot be had (or set {REQUIRE_DATABASES_ENV}=1)",
     )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``XDG_STATE_HOME`` for the whole session (worker processes the tests start inherit it): a worker whose
+    config sets no ``state.dir`` keeps its state under the session's tmp directory, never in the real home
+    directory, which may be read-only (in CI) or someone's own."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("xdg-state")
+        patch.setenv("XDG_STATE_HOME", str(path))
+        yield path
 
 
 def pytest_configure(config: pytest.Config) -> None:

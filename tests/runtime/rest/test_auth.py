@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -17,6 +17,7 @@ from starlette.routing import Route
 from headwater.runtime.listener_config import BASIC_AUTH_EXTENSION
 from headwater.runtime.rest import RestServer
 from headwater.runtime.rest.auth import JAAS_ENV
+from headwater.runtime.rest.client_certificate import ClientCertificate
 from headwater.sdk.errors import ConfigError
 from support.process import WorkerProcess
 from support.secure_server import Certificates, rest_server, serving
@@ -142,6 +143,61 @@ def test_an_installed_authenticator_decides(monkeypatch: pytest.MonkeyPatch) -> 
         refused = send(server, "GET", "/connectors")
         assert (refused.status_code, refused.headers["www-authenticate"]) == (401, "Bearer")
         assert send(server, "GET", "/connectors", {"Authorization": "Bearer t0ken"}).status_code == 200
+
+
+class CertificateAuthenticator:
+    """Authorises by the verified client certificate: its common name is the principal, if it is on the list."""
+
+    seen: ClassVar[list[ClientCertificate | None]] = []
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.allowed = {"alice"}
+
+    def authenticate(
+        self, method: str, path: str, headers: Mapping[str, str], client_certificate: ClientCertificate | None = None
+    ) -> str | None:
+        self.seen.append(client_certificate)
+        name = client_certificate.common_name if client_certificate is not None else None
+        return name if name in self.allowed else None
+
+    def challenge(self) -> str:
+        return "Certificate"
+
+
+class CertificateEntryPoint:
+    name = "cert"
+
+    def load(self) -> type[CertificateAuthenticator]:
+        return CertificateAuthenticator
+
+
+def test_an_authenticator_can_authorise_by_the_verified_client_certificate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Over mutual TLS an authenticator taking ``client_certificate`` is given the certificate the listener verified
+    (subject, common name, SANs), None for a client without one; a header cannot pose as one."""
+    monkeypatch.setattr("headwater.runtime.rest.auth.entry_points", lambda group: [CertificateEntryPoint()])
+    monkeypatch.setattr(CertificateAuthenticator, "seen", [])
+    certificates = Certificates(tmp_path)
+    props = certificates.https_props(
+        rest_authenticator="cert",
+        listeners_https_ssl_client_auth="requested",
+        listeners_https_ssl_truststore_location=certificates.client_cas,
+    )
+    with serving(**props) as server:
+        url = f"{server.url}/connectors"
+        alice = certificates.client_context(certificates.client_ca, name="alice")
+        assert httpx.get(url, verify=alice).status_code == 200
+        (certificate,) = CertificateAuthenticator.seen
+        assert certificate is not None and certificate.common_name == "alice"
+        assert certificate.subject.startswith("CN=alice,") and "O=trustme" in certificate.subject
+        assert certificate.sans == (("email", "alice@example.com"),)
+        assert certificate.pem.startswith("-----BEGIN CERTIFICATE-----")
+        bob = certificates.client_context(certificates.client_ca, name="bob")
+        assert httpx.get(url, verify=bob).status_code == 401
+        none = httpx.get(url, verify=certificates.client_context(), headers={"ssl-client-subject-dn": "CN=alice"})
+        assert (none.status_code, none.headers["www-authenticate"]) == (401, "Certificate")
+        assert CertificateAuthenticator.seen[1].common_name == "bob" and CertificateAuthenticator.seen[2] is None
 
 
 @pytest.mark.kafka

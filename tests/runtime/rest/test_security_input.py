@@ -315,3 +315,93 @@ def test_a_bad_log_call_still_fails_only_in_the_handler(http: httpx.Client, capl
     assert (bad.msg, bad.args) == ("%d", ("x",))
     logging.getLogger("headwater.test").warning("with %s", SECRET)
     assert SECRET not in caplog.text and f"with {HIDDEN}" in caplog.text
+
+
+@pytest.mark.parametrize("key", ["key.converter", "value.converter", "header.converter"])
+def test_a_converter_import_path_is_refused_by_default_before_it_is_imported(
+    default_http: httpx.Client, key: str
+) -> None:
+    """A converter named by import path goes through connector.class.allowed.modules too: a connector config must
+    not make the worker import a module through its converters."""
+    spec = "support.never_imported:NeverImported"
+    config = {"connector.class": "sequence-source", "topic": "t", key: spec, f"{key}.some.setting": "x"}
+    posted = default_http.post("/connectors", json={"name": "c", "config": config})
+    assert posted.status_code == 400, posted.text
+    message = posted.json()["message"]
+    assert f"Invalid value {spec!r} for configuration {key}" in message
+    assert "Converter classes are not imported from module support.never_imported" in message
+    assert "add support.never_imported (or a package above it) there to allow it" in message and ALLOWED in message
+    validated = default_http.put("/connector-plugins/sequence-source/config/validate", json=config).json()
+    errors = {info["value"]["name"]: info["value"]["errors"] for info in validated["configs"]}
+    assert any("support.never_imported" in error for error in errors[key]), errors
+    assert default_http.put("/connectors/c/config", json=config).status_code == 400
+    assert "support.never_imported" not in sys.modules
+    assert default_http.get("/connectors").json() == []
+
+
+def test_an_allowed_or_built_in_converter_is_accepted(http: httpx.Client) -> None:
+    config = {
+        **CONFIG,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "support.errant_sink.FlakyConverter",
+    }
+    assert http.put("/connectors/c/config", json=config).status_code == 201
+    unknown = {**config, "value.converter": "support.no_such_module:Converter"}
+    refused = http.put("/connectors/c/config", json=unknown)
+    assert refused.status_code == 400 and "value.converter" in refused.json()["message"], refused.text
+    assert "Cannot load converter class" in refused.json()["message"]
+
+
+def test_the_worker_files_converters_are_trusted() -> None:
+    """The worker file's converters are the operator's: they are not held to connector.class.allowed.modules."""
+    worker = Worker(
+        {"value.converter": "support.errant_sink.FlakyConverter"}, MemoryTransport(MemoryBroker()), MemoryOffsetStore()
+    )
+    herder = StandaloneHerder(worker)
+    try:
+        config = {"connector.class": "sequence-source", "topic": "t", "value.converter.fail.calls": "1"}
+        assert herder.put_connector_config("c", config) is True
+    finally:
+        herder.stop()
+
+
+def short_secret_warnings(caplog: Any) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "too short" in r.getMessage()]
+
+
+def test_a_secret_too_short_to_hide_in_logs_is_warned_about_once_per_start(
+    http: httpx.Client, herder: StandaloneHerder, caplog: Any
+) -> None:
+    """A secret under MIN_SCRUBBED_LENGTH characters is not scrubbed from log lines: one warning names the
+    connector and the key, never the value; REST responses still hide it."""
+    caplog.set_level(logging.INFO)
+    short = "q7Z"
+    assert http.post("/connectors", json={"name": "c", "config": {**CONFIG, "database.password": short}}).is_success
+    wait_until(lambda: short_secret_warnings(caplog), "the short secret warning")
+    (warning,) = short_secret_warnings(caplog)
+    assert warning.startswith("connector c: the value of secret key database.password is shorter than 4 characters")
+    assert f"REST responses still show it as {HIDDEN}" in warning
+    assert short not in warning
+    assert http.get("/connectors/c/config").json()["database.password"] == HIDDEN
+    assert http.put("/connectors/c/pause").status_code == 202 and http.put("/connectors/c/resume").status_code == 202
+    wait_until(lambda: "RUNNING" in http.get("/connectors/c/status").text, "the connector resuming")
+    assert len(short_secret_warnings(caplog)) == 1, "pausing and resuming is not a new start"
+    assert http.put("/connectors/c/config", json={**CONFIG, "database.password": "ab"}).status_code == 200
+    wait_until(lambda: len(short_secret_warnings(caplog)) == 2, "the warning for the new config")
+    assert http.post("/connectors", json={"name": "long", "config": CONFIG}).is_success
+    wait_until(lambda: "RUNNING" in http.get("/connectors/long/status").text, "the other connector running")
+    assert not [w for w in short_secret_warnings(caplog) if "connector long" in w]
+
+
+def test_the_worker_configs_secrets_are_hidden_in_logs_and_a_short_one_is_warned_about(caplog: Any) -> None:
+    caplog.set_level(logging.INFO)
+    config = {ALLOWED: "support", "producer.sasl.password": "pw", "consumer.ssl.key.password": f"{SECRET}-worker"}
+    herder = StandaloneHerder(Worker(config, MemoryTransport(MemoryBroker()), MemoryOffsetStore()))
+    try:
+        (warning,) = short_secret_warnings(caplog)
+        assert warning.startswith("the worker config: the value of secret key producer.sasl.password is shorter")
+        assert "pw" not in warning.replace("password", "")
+        logging.getLogger("headwater.test").warning("client said %s", f"{SECRET}-worker")
+        assert f"client said {HIDDEN}" in caplog.text and f"{SECRET}-worker" not in caplog.text
+    finally:
+        herder.stop()
