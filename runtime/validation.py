@@ -90,7 +90,7 @@ def _errors(
     try:
         cls = resolve_connector_class(spec, allowed_modules=worker[ALLOWED_MODULES])
         probe = _made(cls, spec)
-        definition = connector_config_def(probe).merge(chain_definition(props, allowed))
+        definition = connector_config_def(probe).merge(chain_definition(props, worker[ALLOWED_MODULES]))
     except ConfigError as error:
         errors = _with_converters(CONNECTOR_CONFIG.errors(props), props, worker)
         errors["connector.class"] = [str(error)]
@@ -108,7 +108,7 @@ def _errors(
         except Exception as error:
             errors.setdefault("connector.class", []).append(f"Connector validation failed: {error}")
     if not any(key in (TRANSFORMS, PREDICATES) or key.startswith(CHAIN_PREFIXES) for key in errors):
-        for key, messages in chain_errors(props, allowed).items():  # what only configuring them shows
+        for key, messages in chain_errors(props, worker[ALLOWED_MODULES]).items():  # what only configuring them shows
             errors.setdefault(key, []).extend(messages)
     unknown = unknown_keys(props, probe, worker)
     for key, message in unknown.items():
