@@ -248,7 +248,8 @@ class ErrorHandler:
         settings = self.settings
         if not settings.tolerate:
             raise ConnectError(
-                f"task {self.task}: {failure.stage.value} failed for {failure.where()} and errors.tolerance=none "
+                f"task {self.task}: {failure.stage.value} with class '{failure.executing_class}' failed for "
+                f"{failure.where()} and errors.tolerance=none "
                 f"(Tolerance exceeded in error handler): {type(failure.error).__name__}: {failure.error}"
             ) from failure.error
         counters.records_skipped += 1
