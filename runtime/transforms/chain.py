@@ -25,11 +25,6 @@ class TransformStage(Generic[R]):
     predicate: Predicate[R] | None = None
     negate: bool = False
 
-    def apply(self, record: R) -> R | None:
-        if self.predicate is not None and self.predicate.test(record) == self.negate:
-            return record
-        return self.transformation.apply(record)
-
 
 class TransformationChain(Generic[R]):
     """The stages, applied in order; empty when the connector config names no transforms."""
@@ -44,8 +39,11 @@ class TransformationChain(Generic[R]):
         """``record`` through every stage; ``None`` when one dropped it. A stage that raises raises
         :class:`StageFailed` for ``original`` (what the record arrived as; ``record`` itself by default)."""
         for stage in self.stages:
+            guard = stage.predicate
             try:
-                transformed = stage.apply(record)
+                if guard is not None and guard.test(record) == stage.negate:
+                    continue
+                transformed = stage.transformation.apply(record)
             except Exception as error:
                 executing = f"{class_name(stage.transformation)} (alias {stage.alias})"
                 failed = original if original is not None else record

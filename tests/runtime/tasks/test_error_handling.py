@@ -228,6 +228,7 @@ def test_a_retriable_conversion_failure_is_retried_within_the_retry_timeout(
     else:
         assert worker.task_state(names["snk"]) is State.FAILED
         failure = str(worker.sink_task(names["snk"]).failure)
-        assert "VALUE_CONVERTER with class 'support.errant_sink.FlakyConverter' failed for the record at topic" in failure
+        converter = "VALUE_CONVERTER with class 'support.errant_sink.FlakyConverter'"
+        assert f"{converter} failed for the record at topic" in failure
         assert "schema registry is unavailable" in failure
         assert WRITTEN[names["snk"]] == []
