@@ -260,3 +260,15 @@ def test_a_connector_file_with_a_refused_key_is_a_bad_file(
     with pytest.raises(PropertiesError) as raised:
         StandaloneWorker.from_paths(worker_path, [connector])
     assert str(raised.value).startswith(f"{tmp_path}/{message}")
+
+
+def test_a_typo_in_a_transform_setting_or_an_unlisted_alias_is_unknown() -> None:
+    props = {
+        **TRANSFORMS,
+        "transforms.x.static.feild": "f",
+        "transforms.y.type": "org.apache.kafka.connect.transforms.Filter",
+    }
+    refused, unknown = problems(props)
+    assert refused == {}
+    assert unknown["transforms.x.static.feild"].endswith("did you mean transforms.x.static.field?")
+    assert "transforms.y.type is not a configuration" in unknown["transforms.y.type"], "y is not in transforms"
