@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from headwater.runtime.transforms.builtins.numbers import decimal_to_long, parse_decimal
 from headwater.runtime.transforms.builtins.parts import (
     DataError,
     KeyOrValue,
@@ -17,15 +18,36 @@ from headwater.runtime.transforms.builtins.parts import (
     require_sink_record,
     type_name,
 )
+from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.records import SinkRecord, SourceRecord
 from headwater.sdk.transforms import R, Transformation
 
 
+def java_split(text: str, separator: str) -> list[str]:
+    """``String.split`` as Java splits: trailing empty parts dropped (``"a:"`` is one part, ``":b"`` two)."""
+    parts = text.split(separator)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
 def _non_empty(key: str, value: Any) -> None:
     if not value:
         raise ConfigError(key, value, "Empty list")
+
+
+def _non_empty_string(key: str, value: Any) -> None:
+    if not value:
+        raise ConfigError(key, value, "String must be non-empty")
+
+
+def _removed(replacement: str) -> Any:
+    def check(key: str, value: Any) -> None:
+        raise ConfigError(key, ",".join(value), f"Removed in Kafka Connect 4.0 (which ignores it): use {replacement}")
+
+    return check
 
 
 class InsertField(KeyOrValue[R]):
@@ -95,9 +117,30 @@ class ReplaceField(KeyOrValue[R]):
             ConfigDef()
             .define("exclude", Type.LIST, "", Importance.MEDIUM, "Fields to drop; they win over include.")
             .define("include", Type.LIST, "", Importance.MEDIUM, "Fields to keep (all when empty).")
-            .define("renames", Type.LIST, "", Importance.MEDIUM, "Renames, as old:new pairs.", _renames)
-            .define("blacklist", Type.LIST, None, Importance.LOW, "Deprecated: use exclude.")
-            .define("whitelist", Type.LIST, None, Importance.LOW, "Deprecated: use include.")
+            .define(
+                "renames",
+                Type.LIST,
+                "",
+                Importance.MEDIUM,
+                "Renames, as old:new pairs (old is the field's name in the input; include and exclude name it too).",
+                _renames,
+            )
+            .define(
+                "blacklist",
+                Type.LIST,
+                None,
+                Importance.LOW,
+                "Removed in Kafka Connect 4.0, which ignores it: refused here, use exclude.",
+                _removed("exclude"),
+            )
+            .define(
+                "whitelist",
+                Type.LIST,
+                None,
+                Importance.LOW,
+                "Removed in Kafka Connect 4.0, which ignores it: refused here, use include.",
+                _removed("include"),
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
@@ -108,9 +151,9 @@ class ReplaceField(KeyOrValue[R]):
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
-        self.exclude = set(config.get("blacklist") or config.get("exclude") or [])
-        self.include = set(config.get("whitelist") or config.get("include") or [])
-        self.renames = dict(item.split(":", 1) for item in config.get("renames") or [])
+        self.exclude = set(config.get("exclude") or [])
+        self.include = set(config.get("include") or [])
+        self.renames = dict(java_split(item, ":") for item in config.get("renames") or [])
 
     def apply(self, record: R) -> R | None:
         value = self.operating_value(record)
@@ -126,9 +169,8 @@ class ReplaceField(KeyOrValue[R]):
 
 def _renames(key: str, value: Any) -> None:
     for item in value:
-        old, colon, new = item.partition(":")
-        if not colon or not old or not new:
-            raise ConfigError(key, value, f"Invalid rename mapping: {item}")
+        if len(java_split(item, ":")) != 2:
+            raise ConfigError(key, ",".join(value), f"Invalid rename mapping: {item}")
 
 
 _EMPTY: dict[type, Any] = {
@@ -139,7 +181,6 @@ _EMPTY: dict[type, Any] = {
     list: [],
     dict: {},
     decimal.Decimal: decimal.Decimal(0),
-    bytes: b"",
 }
 
 
@@ -151,8 +192,24 @@ class MaskField(KeyOrValue[R]):
     def config_def(self) -> ConfigDef:
         return (
             ConfigDef()
-            .define("fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields to mask.", _non_empty)
-            .define("replacement", Type.STRING, None, Importance.LOW, "The masked value (the empty value by default).")
+            .define(
+                "fields",
+                Type.LIST,
+                REQUIRED,
+                Importance.HIGH,
+                "Fields to mask (a missing one is added as null).",
+                _non_empty,
+            )
+            .define(
+                "replacement",
+                Type.STRING,
+                None,
+                Importance.LOW,
+                "The masked value of string and number fields, read as the field's type (a number as Java's "
+                "BigDecimal, an integer field keeping its integer part). Unset, each field takes its type's empty "
+                "value: false, 0, 0.0, empty text, list or map, the epoch for a timestamp.",
+                _non_empty_string,
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
@@ -167,10 +224,7 @@ class MaskField(KeyOrValue[R]):
         self.replacement: str | None = config.get("replacement")
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
-        if value is None:
-            return record
-        updated = dict(require_map(value, self.PURPOSE))
+        updated = dict(require_map(self.operating_value(record), self.PURPOSE))  # a tombstone too, as in Kafka
         for name in self.fields:
             updated[name] = self._masked(updated.get(name))
         return self.new_record(record, updated)
@@ -185,20 +239,17 @@ class MaskField(KeyOrValue[R]):
                 if isinstance(value, kind):
                     return type(empty)(empty) if isinstance(empty, (list, dict)) else empty
             raise DataError(f"Cannot mask value of type: {type_name(value)}")
+        if isinstance(value, str):
+            return self.replacement
+        if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+            raise DataError(f"Cannot mask value of type {type_name(value)} with custom replacement.")
         try:
-            if isinstance(value, bool):
-                raise ValueError
-            if isinstance(value, int):
-                return int(self.replacement)
-            if isinstance(value, float):
-                return float(self.replacement)
-            if isinstance(value, decimal.Decimal):
-                return decimal.Decimal(self.replacement)
-            if isinstance(value, str):
-                return self.replacement
-        except (ValueError, decimal.InvalidOperation):
-            raise DataError(f"Unable to convert {self.replacement} ({type_name(self.replacement)}) to number") from None
-        raise DataError(f"Cannot mask value of type {type_name(value)} with custom replacement.")
+            number = parse_decimal(self.replacement)
+        except ValueError:
+            raise DataError(f"Unable to convert {self.replacement} (String) to a number") from None
+        if isinstance(value, int):
+            return decimal_to_long(number)
+        return float(number) if isinstance(value, float) else number
 
 
 class HoistField(KeyOrValue[R]):
@@ -215,14 +266,20 @@ class HoistField(KeyOrValue[R]):
 
 
 class ExtractField(KeyOrValue[R]):
-    """Replace the key or value map with one of its fields."""
+    """Replace the key or value map with one of its fields (a nested one with ``field.syntax.version=V2``)."""
 
     PURPOSE = "field extraction"
 
     def config_def(self) -> ConfigDef:
-        return (
+        return with_syntax_version(
             ConfigDef()
-            .define("field", Type.STRING, REQUIRED, Importance.MEDIUM, "The field to extract.")
+            .define(
+                "field",
+                Type.STRING,
+                REQUIRED,
+                Importance.MEDIUM,
+                "The field to extract: its path (see field.syntax.version); null when it is missing.",
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
@@ -233,11 +290,11 @@ class ExtractField(KeyOrValue[R]):
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
-        self.field = config["field"]
+        self.path = FieldPath("field", config["field"], config[FIELD_SYNTAX_VERSION])
 
     def apply(self, record: R) -> R | None:
         value = require_map_or_null(self.operating_value(record), self.PURPOSE)
-        return self.new_record(record, None if value is None else value.get(self.field))
+        return self.new_record(record, None if value is None else self.path.value_from(value))
 
 
 class ValueToKey(Transformation[R]):
