@@ -51,20 +51,46 @@ def _removed(replacement: str) -> Any:
 
 
 class InsertField(KeyOrValue[R]):
-    """Insert the record's topic, partition, offset, timestamp or a static value as fields."""
+    """Insert the record's topic, partition, offset, timestamp or a static value as fields of the key or value map
+    (replacing fields of the same names). A tombstone passes unchanged; a key or value that is not a map is refused.
+    """
 
     PURPOSE = "field insertion"
 
     def config_def(self) -> ConfigDef:
-        doc = "Field name for the record's {}; suffix with ! to make it required, ? for optional (the default)."
+        suffix = " Suffix it with ! to make the field required, ? to keep it optional (the default; for schemas)."
         return (
             ConfigDef()
-            .define("topic.field", Type.STRING, None, Importance.MEDIUM, doc.format("topic"))
-            .define("partition.field", Type.STRING, None, Importance.MEDIUM, doc.format("Kafka partition"))
-            .define("offset.field", Type.STRING, None, Importance.MEDIUM, doc.format("Kafka offset (sinks only)"))
-            .define("timestamp.field", Type.STRING, None, Importance.MEDIUM, doc.format("timestamp"))
-            .define("static.field", Type.STRING, None, Importance.MEDIUM, "Field name for a static value.")
-            .define("static.value", Type.STRING, None, Importance.MEDIUM, "The static field's value.")
+            .define("topic.field", Type.STRING, None, Importance.MEDIUM, "Field name for the topic." + suffix)
+            .define(
+                "partition.field",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "Field name for the Kafka partition, left out when the record has none." + suffix,
+            )
+            .define(
+                "offset.field",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "Field name for the Kafka offset: sink records only, a source record is refused." + suffix,
+            )
+            .define(
+                "timestamp.field",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "Field name for the record's timestamp (epoch milliseconds), left out when it has none." + suffix,
+            )
+            .define("static.field", Type.STRING, None, Importance.MEDIUM, "Field name for static.value." + suffix)
+            .define(
+                "static.value",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "The static field's value, as text; needed when static.field is set.",
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
@@ -256,7 +282,13 @@ class HoistField(KeyOrValue[R]):
     """Wrap the key or value in a map with one field."""
 
     def config_def(self) -> ConfigDef:
-        return ConfigDef().define("field", Type.STRING, REQUIRED, Importance.MEDIUM, "The field the data goes into.")
+        return ConfigDef().define(
+            "field",
+            Type.STRING,
+            REQUIRED,
+            Importance.MEDIUM,
+            "The one field of the new map, which holds the key or value (null too).",
+        )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.field = config["field"]
