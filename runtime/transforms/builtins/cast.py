@@ -94,7 +94,7 @@ class Cast(KeyOrValue[R]):
         self.casts = parse_spec("spec", config["spec"])
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
+        value = self.schemaless_value(record)
         if value is None:
             return record
         if WHOLE_VALUE in self.casts:

@@ -15,6 +15,7 @@ from headwater.runtime.transforms.builtins.parts import (
     KeyOrValue,
     require_map,
     require_map_or_null,
+    require_schemaless,
     require_sink_record,
     type_name,
 )
@@ -116,7 +117,7 @@ class InsertField(KeyOrValue[R]):
             raise ConfigError("static.value", None, "No value specified for static field: " + self.static_field)
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
+        value = self.schemaless_value(record)
         if value is None:
             return record  # a tombstone passes as it is
         updated = dict(require_map(value, self.PURPOSE))
@@ -182,7 +183,7 @@ class ReplaceField(KeyOrValue[R]):
         self.renames = dict(java_split(item, ":") for item in config.get("renames") or [])
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
+        value = self.schemaless_value(record)
         if value is None:
             return record
         kept = {
@@ -250,7 +251,7 @@ class MaskField(KeyOrValue[R]):
         self.replacement: str | None = config.get("replacement")
 
     def apply(self, record: R) -> R | None:
-        updated = dict(require_map(self.operating_value(record), self.PURPOSE))  # a tombstone too, as in Kafka
+        updated = dict(require_map(self.schemaless_value(record), self.PURPOSE))  # a tombstone too, as in Kafka
         for name in self.fields:
             updated[name] = self._masked(updated.get(name))
         return self.new_record(record, updated)
@@ -294,7 +295,7 @@ class HoistField(KeyOrValue[R]):
         self.field = config["field"]
 
     def apply(self, record: R) -> R | None:
-        return self.new_record(record, {self.field: self.operating_value(record)})
+        return self.new_record(record, {self.field: self.schemaless_value(record)})
 
 
 class ExtractField(KeyOrValue[R]):
@@ -325,7 +326,7 @@ class ExtractField(KeyOrValue[R]):
         self.path = FieldPath("field", config["field"], config[FIELD_SYNTAX_VERSION])
 
     def apply(self, record: R) -> R | None:
-        value = require_map_or_null(self.operating_value(record), self.PURPOSE)
+        value = require_map_or_null(self.schemaless_value(record), self.PURPOSE)
         return self.new_record(record, None if value is None else self.path.value_from(value))
 
 
@@ -353,6 +354,7 @@ class ValueToKey(Transformation[R]):
         self.fields = list(config["fields"])
 
     def apply(self, record: R) -> R | None:
+        require_schemaless(record, "value", "ValueToKey")
         value = require_map(record.value, self.PURPOSE)
         key = {name: value.get(name) for name in self.fields}
         if isinstance(record, SourceRecord):

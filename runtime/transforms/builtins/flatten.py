@@ -35,7 +35,7 @@ class Flatten(KeyOrValue[R]):
         self.delimiter: str = config["delimiter"]
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
+        value = self.schemaless_value(record)
         if value is None:
             return record
         flat: dict[str, Any] = {}
