@@ -102,16 +102,15 @@ class InsertField(KeyOrValue[R]):
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
-        def name(key: str) -> str | None:
+        def name(key: str) -> str | None:  # one ! or ? suffix off; an empty name is a field named "", as in Kafka
             value = config.get(key)
-            return value.rstrip("!?") if value else None
+            return value[:-1] if value and value[-1] in "!?" else value
 
         self.topic_field, self.partition_field = name("topic.field"), name("partition.field")
         self.offset_field, self.timestamp_field = name("offset.field"), name("timestamp.field")
         self.static_field, self.static_value = name("static.field"), config.get("static.value")
-        if not any((self.topic_field, self.partition_field, self.offset_field, self.timestamp_field)) and (
-            self.static_field is None
-        ):
+        fields = (self.topic_field, self.partition_field, self.offset_field, self.timestamp_field, self.static_field)
+        if all(field is None for field in fields):
             raise ConfigError("topic.field", None, "No field insertion configured")
         if self.static_field is not None and self.static_value is None:
             raise ConfigError("static.value", None, "No value specified for static field: " + self.static_field)
@@ -121,15 +120,15 @@ class InsertField(KeyOrValue[R]):
         if value is None:
             return record  # a tombstone passes as it is
         updated = dict(require_map(value, self.PURPOSE))
-        if self.topic_field:
+        if self.topic_field is not None:
             updated[self.topic_field] = record.topic
-        if self.partition_field and record.partition is not None:
+        if self.partition_field is not None and record.partition is not None:
             updated[self.partition_field] = record.partition
-        if self.offset_field:
+        if self.offset_field is not None:
             updated[self.offset_field] = require_sink_record(record, self.PURPOSE).offset
-        if self.timestamp_field and record.timestamp is not None:
+        if self.timestamp_field is not None and record.timestamp is not None:
             updated[self.timestamp_field] = record.timestamp
-        if self.static_field:
+        if self.static_field is not None:
             updated[self.static_field] = self.static_value
         return self.new_record(record, updated)
 

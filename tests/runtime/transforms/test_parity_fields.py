@@ -70,6 +70,22 @@ CASES: list[Case] = [
         chain("InsertField$Value", {"partition.field": "p"}),
         [source({"a": 1}), source({"a": 1}, partition=2)],
     ),
+    (
+        "insert strips one suffix only",
+        chain("InsertField$Value", {"topic.field": "a!!", "partition.field": "b?!", "timestamp.field": "?"}),
+        [sink({})],
+    ),
+    (
+        "insert an empty field name",
+        chain("InsertField$Value", {"topic.field": "", "static.field": "!", "static.value": "v"}),
+        [sink({})],
+    ),
+    (
+        "insert trims names and values",
+        chain("InsertField$Value", {"static.field": " s ", "static.value": " v "}),
+        [sink({})],
+    ),
+    ("insert static empty value", chain("InsertField$Value", {"static.field": "s", "static.value": ""}), [sink({})]),
     # ReplaceField
     ("replace include", chain("ReplaceField$Value", {"include": "id,name,absent"}), [*both(NESTED)]),
     ("replace exclude", chain("ReplaceField$Value", {"exclude": "address,tags"}), [*both(NESTED)]),
@@ -219,6 +235,7 @@ CASES: list[Case] = [
 CONFIG_ERRORS: list[tuple[str, dict[str, str]]] = [
     ("insert nothing", chain("InsertField$Value")),
     ("insert static field without value", chain("InsertField$Value", {"static.field": "s"})),
+    ("insert empty static field without value", chain("InsertField$Value", {"static.field": "!"})),
     ("replace bad rename", chain("ReplaceField$Value", {"renames": "a"})),
     ("replace empty rename part", chain("ReplaceField$Value", {"renames": "a:"})),
     ("mask without fields", chain("MaskField$Value")),
