@@ -11,12 +11,12 @@ from headwater.runtime.transforms.builtins.fields import (
     ExtractField,
     HoistField,
     InsertField,
-    MaskField,
     ReplaceField,
     ValueToKey,
 )
 from headwater.runtime.transforms.builtins.flatten import Flatten
 from headwater.runtime.transforms.builtins.headers import DropHeaders, HeaderFrom, InsertHeader
+from headwater.runtime.transforms.builtins.mask import MaskField
 from headwater.runtime.transforms.builtins.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from headwater.runtime.transforms.builtins.routing import Filter, RegexRouter, TimestampRouter
 

@@ -1,23 +1,18 @@
 """Built-in transformations on the fields of a key or value map, schemaless, with Kafka Connect's semantics:
-InsertField, ReplaceField, MaskField, HoistField, ExtractField, ValueToKey."""
+InsertField, ReplaceField, HoistField, ExtractField, ValueToKey (and MaskField, Flatten, Cast beside them)."""
 
 from __future__ import annotations
 
-import datetime
-import decimal
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from headwater.runtime.transforms.builtins.numbers import decimal_to_long, parse_decimal
 from headwater.runtime.transforms.builtins.parts import (
-    DataError,
     KeyOrValue,
     require_map,
     require_map_or_null,
     require_schemaless,
     require_sink_record,
-    type_name,
 )
 from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
@@ -34,14 +29,9 @@ def java_split(text: str, separator: str) -> list[str]:
     return parts
 
 
-def _non_empty(key: str, value: Any) -> None:
+def non_empty(key: str, value: Any) -> None:
     if not value:
         raise ConfigError(key, value, "Empty list")
-
-
-def _non_empty_string(key: str, value: Any) -> None:
-    if not value:
-        raise ConfigError(key, value, "String must be non-empty")
 
 
 def _removed(replacement: str) -> Any:
@@ -199,85 +189,6 @@ def _renames(key: str, value: Any) -> None:
             raise ConfigError(key, ",".join(value), f"Invalid rename mapping: {item}")
 
 
-_EMPTY: dict[type, Any] = {
-    bool: False,
-    int: 0,
-    float: 0.0,
-    str: "",
-    list: [],
-    dict: {},
-    decimal.Decimal: decimal.Decimal(0),
-}
-
-
-class MaskField(KeyOrValue[R]):
-    """Replace fields' values with their type's empty value, or with a replacement."""
-
-    PURPOSE = "mask fields"
-
-    def config_def(self) -> ConfigDef:
-        return (
-            ConfigDef()
-            .define(
-                "fields",
-                Type.LIST,
-                REQUIRED,
-                Importance.HIGH,
-                "Fields to mask (a missing one is added as null).",
-                _non_empty,
-            )
-            .define(
-                "replacement",
-                Type.STRING,
-                None,
-                Importance.LOW,
-                "The masked value of string and number fields, read as the field's type (a number as Java's "
-                "BigDecimal, an integer field keeping its integer part). Unset, each field takes its type's empty "
-                "value: false, 0, 0.0, empty text, list or map, the epoch for a timestamp.",
-                _non_empty_string,
-            )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
-            )
-        )
-
-    def configure(self, config: Mapping[str, Any]) -> None:
-        self.fields = list(config["fields"])
-        self.replacement: str | None = config.get("replacement")
-
-    def apply(self, record: R) -> R | None:
-        updated = dict(require_map(self.schemaless_value(record), self.PURPOSE))  # a tombstone too, as in Kafka
-        for name in self.fields:
-            updated[name] = self._masked(updated.get(name))
-        return self.new_record(record, updated)
-
-    def _masked(self, value: Any) -> Any:
-        if value is None:
-            return None
-        if self.replacement is None:
-            if isinstance(value, datetime.datetime):
-                return datetime.datetime.fromtimestamp(0, datetime.UTC)
-            for kind, empty in _EMPTY.items():
-                if isinstance(value, kind):
-                    return type(empty)(empty) if isinstance(empty, (list, dict)) else empty
-            raise DataError(f"Cannot mask value of type: {type_name(value)}")
-        if isinstance(value, str):
-            return self.replacement
-        if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
-            raise DataError(f"Cannot mask value of type {type_name(value)} with custom replacement.")
-        try:
-            number = parse_decimal(self.replacement)
-        except ValueError:
-            raise DataError(f"Unable to convert {self.replacement} (String) to a number") from None
-        if isinstance(value, int):
-            return decimal_to_long(number)
-        return float(number) if isinstance(value, float) else number
-
-
 class HoistField(KeyOrValue[R]):
     """Wrap the key or value in a map with one field."""
 
@@ -338,7 +249,7 @@ class ValueToKey(Transformation[R]):
         return (
             ConfigDef()
             .define(
-                "fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields of the value the key is made of.", _non_empty
+                "fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields of the value the key is made of.", non_empty
             )
             .define(
                 "replace.null.with.default",
