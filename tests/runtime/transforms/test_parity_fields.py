@@ -172,6 +172,21 @@ CASES: list[Case] = [
         chain("MaskField$Value", {"fields": "i", "replacement": "1_0"}),
         [sink({"i": 1}), sink({"f": 1.0})],
     ),
+    (
+        "mask replacements beyond a long or a double",
+        chain("MaskField$Value", {"fields": "i,f,d", "replacement": "1e20"}),
+        [sink({"i": 1, "f": 1.0, "d": decimal.Decimal(1)})],
+    ),
+    (
+        "mask replacement overflowing",
+        chain("MaskField$Value", {"fields": "i,f", "replacement": "-1e400"}),
+        [sink({"i": 1, "f": 1.0})],
+    ),
+    (
+        "mask replacement with a fraction",
+        chain("MaskField$Value", {"fields": "i,f", "replacement": "-7.9"}),
+        [sink({"i": 1, "f": 1.0})],
+    ),
     ("mask key", chain("MaskField$Key", {"fields": "a"}), [sink(1, key={"a": "x", "b": 2})]),
     ("mask passes tombstones", chain("MaskField$Value", {"fields": "a"}), [*both(None)]),
     ("mask refuses non-maps", chain("MaskField$Value", {"fields": "a"}), NOT_MAPS),
