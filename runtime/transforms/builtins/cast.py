@@ -8,7 +8,7 @@ import decimal
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from headwater.runtime.transforms.builtins.fields import java_split
+from headwater.runtime.transforms.builtins.fields import NULLS_DOC, java_split
 from headwater.runtime.transforms.builtins.numbers import (
     INT_BITS,
     float32,
@@ -86,7 +86,7 @@ class Cast(KeyOrValue[R]):
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas only).",
+                NULLS_DOC,
             )
         )
 

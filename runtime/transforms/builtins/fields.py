@@ -20,6 +20,13 @@ from headwater.sdk.errors import ConfigError
 from headwater.sdk.records import SinkRecord, SourceRecord
 from headwater.sdk.transforms import R, Transformation
 
+NULLS_DOC = (
+    "Kafka Connect's choice, for values with schemas, between a null field's schema default (true) and null; "
+    "accepted so that configs written for Kafka Connect run unchanged, and without effect: Headwater's built-ins "
+    "handle schemaless keys and values only, and refuse a record whose key or value has a schema."
+)
+"""The documentation of ``replace.null.with.default``."""
+
 
 def java_split(text: str, separator: str) -> list[str]:
     """``String.split`` as Java splits: trailing empty parts dropped (``"a:"`` is one part, ``":b"`` two)."""
@@ -87,7 +94,7 @@ class InsertField(KeyOrValue[R]):
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
@@ -124,7 +131,9 @@ class InsertField(KeyOrValue[R]):
 
 
 class ReplaceField(KeyOrValue[R]):
-    """Keep, drop and rename fields."""
+    """Keep, drop and rename fields of the key or value map: a field is kept when it is not excluded and
+    ``include`` is empty or names it, then renamed. A tombstone passes unchanged; a key or value that is not a map
+    is refused."""
 
     PURPOSE = "field replacement"
 
@@ -162,7 +171,7 @@ class ReplaceField(KeyOrValue[R]):
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
@@ -190,7 +199,7 @@ def _renames(key: str, value: Any) -> None:
 
 
 class HoistField(KeyOrValue[R]):
-    """Wrap the key or value in a map with one field."""
+    """Wrap the key or value, whatever it is (a tombstone's null too), in a map with one field."""
 
     def config_def(self) -> ConfigDef:
         return ConfigDef().define(
@@ -209,7 +218,8 @@ class HoistField(KeyOrValue[R]):
 
 
 class ExtractField(KeyOrValue[R]):
-    """Replace the key or value map with one of its fields (a nested one with ``field.syntax.version=V2``)."""
+    """Replace the key or value map with one of its fields (a nested one with ``field.syntax.version=V2``); a
+    missing field gives null, a tombstone passes unchanged, a key or value that is not a map is refused."""
 
     PURPOSE = "field extraction"
 
@@ -228,7 +238,7 @@ class ExtractField(KeyOrValue[R]):
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
@@ -241,7 +251,8 @@ class ExtractField(KeyOrValue[R]):
 
 
 class ValueToKey(Transformation[R]):
-    """Replace the key with a map of fields of the value."""
+    """Replace the key with a map of fields of the value (null for a missing one). A tombstone, or a value that is
+    not a map, is refused, as Kafka Connect refuses it."""
 
     PURPOSE = "copying fields from value to key"
 
@@ -256,7 +267,7 @@ class ValueToKey(Transformation[R]):
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 

@@ -8,7 +8,7 @@ import decimal
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.transforms.builtins.fields import non_empty
+from headwater.runtime.transforms.builtins.fields import NULLS_DOC, non_empty
 from headwater.runtime.transforms.builtins.numbers import decimal_to_long, parse_decimal
 from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, require_map, type_name
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
@@ -33,7 +33,9 @@ _EMPTY: dict[type, Any] = {
 
 
 class MaskField(KeyOrValue[R]):
-    """Replace fields' values with their type's empty value, or with a replacement."""
+    """Replace fields' values of the key or value map with their type's empty value, or with a replacement. A null
+    field stays null; bytes, and a boolean, map or list given a replacement, are refused, and so is a tombstone or
+    a key or value that is not a map (Kafka Connect refuses them too)."""
 
     PURPOSE = "mask fields"
 
@@ -63,7 +65,7 @@ class MaskField(KeyOrValue[R]):
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
