@@ -119,7 +119,7 @@ CASES: list[Case] = [
         chain("ReplaceField$Value", {"exclude": "a,a", "include": "b,b,a"}),
         [sink({"a": 1, "b": 2, "c": 3})],
     ),
-    ("mask and value to key duplicates", chain("MaskField$Value", {"fields": "a,a"}), [sink({"a": "x"})]),
+    ("mask duplicate fields", chain("MaskField$Value", {"fields": "a,a"}), [sink({"a": "x"})]),
     # MaskField
     (
         "mask every type with its empty value",
