@@ -291,3 +291,12 @@ def test_the_settings_kafka_4_removed_are_refused_where_kafka_ignores_them(
     with pytest.raises(ConfigError, match=f"use {instead}") as refused:
         build_chain(config)
     assert refused.value.key == f"transforms.t.{setting}"
+
+
+def test_an_empty_v2_path_is_refused_where_kafka_fails_every_record(java_transforms: JavaTransforms) -> None:
+    config = chain("ExtractField$Value", {"field": "", "field.syntax.version": "V2"})
+    (kafka,) = java_transforms.apply(config, [sink({"": 1})])
+    assert kafka is not None and "error" in kafka  # Kafka accepts the config, then fails each record
+    with pytest.raises(ConfigError, match="at least one step") as refused:
+        build_chain(config)
+    assert refused.value.key == "transforms.t.field"
