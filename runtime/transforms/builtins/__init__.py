@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from headwater.runtime.transforms.builtins.cast import Cast
 from headwater.runtime.transforms.builtins.fields import (
     ExtractField,
     HoistField,
     InsertField,
-    MaskField,
     ReplaceField,
     ValueToKey,
 )
+from headwater.runtime.transforms.builtins.flatten import Flatten
 from headwater.runtime.transforms.builtins.headers import DropHeaders, HeaderFrom, InsertHeader
+from headwater.runtime.transforms.builtins.mask import MaskField
 from headwater.runtime.transforms.builtins.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from headwater.runtime.transforms.builtins.routing import Filter, RegexRouter, TimestampRouter
 
@@ -43,6 +45,8 @@ FIELD_TRANSFORMATIONS: dict[str, type[Any]] = {
     **_variants(HoistField),
     **_variants(ExtractField),
     "ValueToKey": ValueToKey,
+    **_variants(Flatten),
+    **_variants(Cast),
 }
 """The transformations of the fields of a key or value (:mod:`.fields` and its neighbours)."""
 

@@ -1,92 +1,139 @@
 """Built-in transformations on the fields of a key or value map, schemaless, with Kafka Connect's semantics:
-InsertField, ReplaceField, MaskField, HoistField, ExtractField, ValueToKey."""
+InsertField, ReplaceField, HoistField, ExtractField, ValueToKey (and MaskField, Flatten, Cast beside them)."""
 
 from __future__ import annotations
 
-import datetime
-import decimal
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from headwater.runtime.transforms.builtins.parts import (
-    DataError,
     KeyOrValue,
     require_map,
     require_map_or_null,
+    require_schemaless,
     require_sink_record,
-    type_name,
 )
+from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.records import SinkRecord, SourceRecord
 from headwater.sdk.transforms import R, Transformation
 
+NULLS_DOC = (
+    "Kafka Connect's choice, for values with schemas, between a null field's schema default (true) and null; "
+    "accepted so that configs written for Kafka Connect run unchanged, and without effect: Headwater's built-ins "
+    "handle schemaless keys and values only, and refuse a record whose key or value has a schema."
+)
+"""The documentation of ``replace.null.with.default``."""
 
-def _non_empty(key: str, value: Any) -> None:
+
+def java_split(text: str, separator: str) -> list[str]:
+    """``String.split`` as Java splits: trailing empty parts dropped (``"a:"`` is one part, ``":b"`` two)."""
+    parts = text.split(separator)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def non_empty(key: str, value: Any) -> None:
     if not value:
         raise ConfigError(key, value, "Empty list")
 
 
+def _removed(replacement: str) -> Any:
+    def check(key: str, value: Any) -> None:
+        raise ConfigError(key, ",".join(value), f"Removed in Kafka Connect 4.0 (which ignores it): use {replacement}")
+
+    return check
+
+
 class InsertField(KeyOrValue[R]):
-    """Insert the record's topic, partition, offset, timestamp or a static value as fields."""
+    """Insert the record's topic, partition, offset, timestamp or a static value as fields of the key or value map
+    (replacing fields of the same names). A tombstone passes unchanged; a key or value that is not a map is refused.
+    """
 
     PURPOSE = "field insertion"
 
     def config_def(self) -> ConfigDef:
-        doc = "Field name for the record's {}; suffix with ! to make it required, ? for optional (the default)."
+        suffix = " Suffix it with ! to make the field required, ? to keep it optional (the default; for schemas)."
         return (
             ConfigDef()
-            .define("topic.field", Type.STRING, None, Importance.MEDIUM, doc.format("topic"))
-            .define("partition.field", Type.STRING, None, Importance.MEDIUM, doc.format("Kafka partition"))
-            .define("offset.field", Type.STRING, None, Importance.MEDIUM, doc.format("Kafka offset (sinks only)"))
-            .define("timestamp.field", Type.STRING, None, Importance.MEDIUM, doc.format("timestamp"))
-            .define("static.field", Type.STRING, None, Importance.MEDIUM, "Field name for a static value.")
-            .define("static.value", Type.STRING, None, Importance.MEDIUM, "The static field's value.")
+            .define("topic.field", Type.STRING, None, Importance.MEDIUM, "Field name for the topic." + suffix)
+            .define(
+                "partition.field",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "Field name for the Kafka partition, left out when the record has none." + suffix,
+            )
+            .define(
+                "offset.field",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "Field name for the Kafka offset: sink records only, a source record is refused." + suffix,
+            )
+            .define(
+                "timestamp.field",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "Field name for the record's timestamp (epoch milliseconds), left out when it has none." + suffix,
+            )
+            .define("static.field", Type.STRING, None, Importance.MEDIUM, "Field name for static.value." + suffix)
+            .define(
+                "static.value",
+                Type.STRING,
+                None,
+                Importance.MEDIUM,
+                "The static field's value, as text; needed when static.field is set.",
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
-        def name(key: str) -> str | None:
+        def name(key: str) -> str | None:  # one ! or ? suffix off; an empty name is a field named "", as in Kafka
             value = config.get(key)
-            return value.rstrip("!?") if value else None
+            return value[:-1] if value and value[-1] in "!?" else value
 
         self.topic_field, self.partition_field = name("topic.field"), name("partition.field")
         self.offset_field, self.timestamp_field = name("offset.field"), name("timestamp.field")
         self.static_field, self.static_value = name("static.field"), config.get("static.value")
-        if not any((self.topic_field, self.partition_field, self.offset_field, self.timestamp_field)) and (
-            self.static_field is None
-        ):
+        fields = (self.topic_field, self.partition_field, self.offset_field, self.timestamp_field, self.static_field)
+        if all(field is None for field in fields):
             raise ConfigError("topic.field", None, "No field insertion configured")
         if self.static_field is not None and self.static_value is None:
             raise ConfigError("static.value", None, "No value specified for static field: " + self.static_field)
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
+        value = self.schemaless_value(record)
         if value is None:
             return record  # a tombstone passes as it is
         updated = dict(require_map(value, self.PURPOSE))
-        if self.topic_field:
+        if self.topic_field is not None:
             updated[self.topic_field] = record.topic
-        if self.partition_field and record.partition is not None:
+        if self.partition_field is not None and record.partition is not None:
             updated[self.partition_field] = record.partition
-        if self.offset_field:
+        if self.offset_field is not None:
             updated[self.offset_field] = require_sink_record(record, self.PURPOSE).offset
-        if self.timestamp_field and record.timestamp is not None:
+        if self.timestamp_field is not None and record.timestamp is not None:
             updated[self.timestamp_field] = record.timestamp
-        if self.static_field:
+        if self.static_field is not None:
             updated[self.static_field] = self.static_value
         return self.new_record(record, updated)
 
 
 class ReplaceField(KeyOrValue[R]):
-    """Keep, drop and rename fields."""
+    """Keep, drop and rename fields of the key or value map: a field is kept when it is not excluded and
+    ``include`` is empty or names it, then renamed. A tombstone passes unchanged; a key or value that is not a map
+    is refused."""
 
     PURPOSE = "field replacement"
 
@@ -95,25 +142,46 @@ class ReplaceField(KeyOrValue[R]):
             ConfigDef()
             .define("exclude", Type.LIST, "", Importance.MEDIUM, "Fields to drop; they win over include.")
             .define("include", Type.LIST, "", Importance.MEDIUM, "Fields to keep (all when empty).")
-            .define("renames", Type.LIST, "", Importance.MEDIUM, "Renames, as old:new pairs.", _renames)
-            .define("blacklist", Type.LIST, None, Importance.LOW, "Deprecated: use exclude.")
-            .define("whitelist", Type.LIST, None, Importance.LOW, "Deprecated: use include.")
+            .define(
+                "renames",
+                Type.LIST,
+                "",
+                Importance.MEDIUM,
+                "Renames, as old:new pairs (old is the field's name in the input; include and exclude name it too).",
+                _renames,
+            )
+            .define(
+                "blacklist",
+                Type.LIST,
+                None,
+                Importance.LOW,
+                "Removed in Kafka Connect 4.0, which ignores it: refused here, use exclude.",
+                _removed("exclude"),
+            )
+            .define(
+                "whitelist",
+                Type.LIST,
+                None,
+                Importance.LOW,
+                "Removed in Kafka Connect 4.0, which ignores it: refused here, use include.",
+                _removed("include"),
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
-        self.exclude = set(config.get("blacklist") or config.get("exclude") or [])
-        self.include = set(config.get("whitelist") or config.get("include") or [])
-        self.renames = dict(item.split(":", 1) for item in config.get("renames") or [])
+        self.exclude = set(config.get("exclude") or [])
+        self.include = set(config.get("include") or [])
+        self.renames = dict(java_split(item, ":") for item in config.get("renames") or [])
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
+        value = self.schemaless_value(record)
         if value is None:
             return record
         kept = {
@@ -126,122 +194,65 @@ class ReplaceField(KeyOrValue[R]):
 
 def _renames(key: str, value: Any) -> None:
     for item in value:
-        old, colon, new = item.partition(":")
-        if not colon or not old or not new:
-            raise ConfigError(key, value, f"Invalid rename mapping: {item}")
-
-
-_EMPTY: dict[type, Any] = {
-    bool: False,
-    int: 0,
-    float: 0.0,
-    str: "",
-    list: [],
-    dict: {},
-    decimal.Decimal: decimal.Decimal(0),
-    bytes: b"",
-}
-
-
-class MaskField(KeyOrValue[R]):
-    """Replace fields' values with their type's empty value, or with a replacement."""
-
-    PURPOSE = "mask fields"
-
-    def config_def(self) -> ConfigDef:
-        return (
-            ConfigDef()
-            .define("fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields to mask.", _non_empty)
-            .define("replacement", Type.STRING, None, Importance.LOW, "The masked value (the empty value by default).")
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
-            )
-        )
-
-    def configure(self, config: Mapping[str, Any]) -> None:
-        self.fields = list(config["fields"])
-        self.replacement: str | None = config.get("replacement")
-
-    def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
-        if value is None:
-            return record
-        updated = dict(require_map(value, self.PURPOSE))
-        for name in self.fields:
-            updated[name] = self._masked(updated.get(name))
-        return self.new_record(record, updated)
-
-    def _masked(self, value: Any) -> Any:
-        if value is None:
-            return None
-        if self.replacement is None:
-            if isinstance(value, datetime.datetime):
-                return datetime.datetime.fromtimestamp(0, datetime.UTC)
-            for kind, empty in _EMPTY.items():
-                if isinstance(value, kind):
-                    return type(empty)(empty) if isinstance(empty, (list, dict)) else empty
-            raise DataError(f"Cannot mask value of type: {type_name(value)}")
-        try:
-            if isinstance(value, bool):
-                raise ValueError
-            if isinstance(value, int):
-                return int(self.replacement)
-            if isinstance(value, float):
-                return float(self.replacement)
-            if isinstance(value, decimal.Decimal):
-                return decimal.Decimal(self.replacement)
-            if isinstance(value, str):
-                return self.replacement
-        except (ValueError, decimal.InvalidOperation):
-            raise DataError(f"Unable to convert {self.replacement} ({type_name(self.replacement)}) to number") from None
-        raise DataError(f"Cannot mask value of type {type_name(value)} with custom replacement.")
+        if len(java_split(item, ":")) != 2:
+            raise ConfigError(key, ",".join(value), f"Invalid rename mapping: {item}")
 
 
 class HoistField(KeyOrValue[R]):
-    """Wrap the key or value in a map with one field."""
+    """Wrap the key or value, whatever it is (a tombstone's null too), in a map with one field."""
 
     def config_def(self) -> ConfigDef:
-        return ConfigDef().define("field", Type.STRING, REQUIRED, Importance.MEDIUM, "The field the data goes into.")
+        return ConfigDef().define(
+            "field",
+            Type.STRING,
+            REQUIRED,
+            Importance.MEDIUM,
+            "The one field of the new map, which holds the key or value (null too).",
+        )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.field = config["field"]
 
     def apply(self, record: R) -> R | None:
-        return self.new_record(record, {self.field: self.operating_value(record)})
+        return self.new_record(record, {self.field: self.schemaless_value(record)})
 
 
 class ExtractField(KeyOrValue[R]):
-    """Replace the key or value map with one of its fields."""
+    """Replace the key or value map with one of its fields (a nested one with ``field.syntax.version=V2``); a
+    missing field gives null, a tombstone passes unchanged, a key or value that is not a map is refused."""
 
     PURPOSE = "field extraction"
 
     def config_def(self) -> ConfigDef:
-        return (
+        return with_syntax_version(
             ConfigDef()
-            .define("field", Type.STRING, REQUIRED, Importance.MEDIUM, "The field to extract.")
+            .define(
+                "field",
+                Type.STRING,
+                REQUIRED,
+                Importance.MEDIUM,
+                "The field to extract: its path (see field.syntax.version); null when it is missing.",
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
-        self.field = config["field"]
+        self.path = FieldPath("field", config["field"], config[FIELD_SYNTAX_VERSION])
 
     def apply(self, record: R) -> R | None:
-        value = require_map_or_null(self.operating_value(record), self.PURPOSE)
-        return self.new_record(record, None if value is None else value.get(self.field))
+        value = require_map_or_null(self.schemaless_value(record), self.PURPOSE)
+        return self.new_record(record, None if value is None else self.path.value_from(value))
 
 
 class ValueToKey(Transformation[R]):
-    """Replace the key with a map of fields of the value."""
+    """Replace the key with a map of fields of the value (null for a missing one). A tombstone, or a value that is
+    not a map, is refused, as Kafka Connect refuses it."""
 
     PURPOSE = "copying fields from value to key"
 
@@ -249,14 +260,14 @@ class ValueToKey(Transformation[R]):
         return (
             ConfigDef()
             .define(
-                "fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields of the value the key is made of.", _non_empty
+                "fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields of the value the key is made of.", non_empty
             )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
                 True,
                 Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
+                NULLS_DOC,
             )
         )
 
@@ -264,6 +275,7 @@ class ValueToKey(Transformation[R]):
         self.fields = list(config["fields"])
 
     def apply(self, record: R) -> R | None:
+        require_schemaless(record, "value", "ValueToKey")
         value = require_map(record.value, self.PURPOSE)
         key = {name: value.get(name) for name in self.fields}
         if isinstance(record, SourceRecord):

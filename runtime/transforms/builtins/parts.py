@@ -42,6 +42,15 @@ def require_sink_record(record: SourceRecord | SinkRecord, purpose: str) -> Sink
     return record
 
 
+def require_schemaless(record: SourceRecord | SinkRecord, part: str, transformation: str) -> None:
+    """Refuse (:class:`DataError`) a record whose ``part`` (``key`` or ``value``) has a schema."""
+    if isinstance(record, SourceRecord) and getattr(record, f"{part}_schema") is not None:
+        raise DataError(
+            f"{transformation} handles schemaless {part}s only; this record's {part} has a schema "
+            f"({part}_schema), which it would lose: drop the schema before this transformation or leave it out"
+        )
+
+
 class KeyOrValue(Transformation[R]):
     """A transformation with a ``$Key`` and a ``$Value`` variant: :attr:`part` says which part of the record it
     works on. The variants are the subclasses named ``Key`` and ``Value`` in :data:`.BUILTIN_TRANSFORMATIONS`."""
@@ -51,6 +60,12 @@ class KeyOrValue(Transformation[R]):
 
     def operating_value(self, record: R) -> Any:
         return record.key if self.part == "key" else record.value
+
+    def schemaless_value(self, record: R) -> Any:
+        """:meth:`operating_value`, refused (:class:`DataError`) when the record gives it a schema: these
+        transformations handle schemaless keys and values only, and would otherwise drop the schema."""
+        require_schemaless(record, self.part, type(self).__qualname__)
+        return self.operating_value(record)
 
     def new_record(self, record: R, updated: Any) -> R:
         """The record with :attr:`part` replaced by ``updated`` (and, for a source record, its schema dropped:
