@@ -4,7 +4,6 @@ InsertField, ReplaceField, HoistField, ExtractField, ValueToKey (and MaskField, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from headwater.runtime.transforms.builtins.parts import (
@@ -15,9 +14,10 @@ from headwater.runtime.transforms.builtins.parts import (
     require_sink_record,
 )
 from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
+from headwater.runtime.transforms.records import rebuilt
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
-from headwater.sdk.records import SinkRecord, SourceRecord
+from headwater.sdk.records import SourceRecord
 from headwater.sdk.transforms import R, Transformation
 
 NULLS_DOC = (
@@ -279,6 +279,5 @@ class ValueToKey(Transformation[R]):
         value = require_map(record.value, self.PURPOSE)
         key = {name: value.get(name) for name in self.fields}
         if isinstance(record, SourceRecord):
-            return replace(record, key=key, key_schema=None)
-        assert isinstance(record, SinkRecord)
-        return replace(record, key=key)
+            return rebuilt(record, key=key, key_schema=None)  # type: ignore[no-any-return]
+        return rebuilt(record, key=key)  # type: ignore[no-any-return]

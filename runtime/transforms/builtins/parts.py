@@ -4,9 +4,9 @@ Kafka Connect's errors for a value of the wrong shape (``Requirements.requireMap
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, ClassVar
 
+from headwater.runtime.transforms.records import rebuilt
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import SinkRecord, SourceRecord
 from headwater.sdk.transforms import R, Transformation
@@ -64,12 +64,17 @@ class KeyOrValue(Transformation[R]):
     def schemaless_value(self, record: R) -> Any:
         """:meth:`operating_value`, refused (:class:`DataError`) when the record gives it a schema: these
         transformations handle schemaless keys and values only, and would otherwise drop the schema."""
-        require_schemaless(record, self.part, type(self).__qualname__)
-        return self.operating_value(record)
+        if isinstance(record, SourceRecord):
+            require_schemaless(record, self.part, type(self).__qualname__)
+        return record.key if self.part == "key" else record.value
 
     def new_record(self, record: R, updated: Any) -> R:
         """The record with :attr:`part` replaced by ``updated`` (and, for a source record, its schema dropped:
         schemaless values carry none)."""
-        if isinstance(record, SourceRecord):
-            return replace(record, **{self.part: updated, f"{self.part}_schema": None})
-        return replace(record, **{self.part: updated})
+        if self.part == "key":
+            if isinstance(record, SourceRecord) and record.key_schema is not None:
+                return rebuilt(record, key=updated, key_schema=None)  # type: ignore[no-any-return]
+            return rebuilt(record, key=updated)  # type: ignore[no-any-return]
+        if isinstance(record, SourceRecord) and record.value_schema is not None:
+            return rebuilt(record, value=updated, value_schema=None)  # type: ignore[no-any-return]
+        return rebuilt(record, value=updated)  # type: ignore[no-any-return]
