@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from headwater.runtime.transforms.builtins.literals import UntypableLiteral, parse_literal
 from headwater.runtime.transforms.builtins.parts import KeyOrValue, require_map
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
@@ -15,24 +16,6 @@ from headwater.sdk.transforms import R, Transformation
 def _non_empty(key: str, value: Any) -> None:
     if not value:
         raise ConfigError(key, value, "Empty list")
-
-
-def literal(text: str) -> Any:
-    """A header's value from its text, typed as Kafka Connect's ``Values.parseString`` types simple ones: a
-    boolean, an integer, a decimal number, else the text itself."""
-    stripped = text.strip()
-    if stripped.lower() in ("true", "false"):
-        return stripped.lower() == "true"
-    try:
-        return int(stripped)
-    except ValueError:
-        pass
-    try:
-        if any(char.isdigit() for char in stripped) and not stripped.lower().startswith(("inf", "nan")):
-            return float(stripped)
-    except ValueError:
-        pass
-    return text
 
 
 class DropHeaders(Transformation[R]):
@@ -62,7 +45,14 @@ class InsertHeader(Transformation[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.header = config["header"]
-        self.value = literal(config["value.literal"])
+        try:
+            self.value = parse_literal(config["value.literal"])
+        except UntypableLiteral as error:
+            raise ConfigError(
+                "value.literal",
+                config["value.literal"],
+                f"Headwater cannot type this literal as Kafka Connect does: {error}",
+            ) from None
 
     def apply(self, record: R) -> R | None:
         return replace(record, headers=(*record.headers, (self.header, self.value)))
@@ -70,8 +60,6 @@ class InsertHeader(Transformation[R]):
 
 class HeaderFrom(KeyOrValue[R]):
     """Copy or move fields of the key or value map into headers."""
-
-    PURPOSE = "header " + "from"
 
     def config_def(self) -> ConfigDef:
         return (
@@ -97,10 +85,7 @@ class HeaderFrom(KeyOrValue[R]):
         self.move = config["operation"] == "move"
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
-        if value is None:
-            return record
-        fields = require_map(value, self.PURPOSE)
+        fields = require_map(self.operating_value(record), "header move" if self.move else "header copy")
         added: list[tuple[str, Any]] = [
             (header, fields.get(field)) for field, header in zip(self.fields, self.headers, strict=True)
         ]
