@@ -66,7 +66,14 @@ class HeaderFrom(KeyOrValue[R]):
             ConfigDef()
             .define("fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields to copy or move.", _non_empty)
             .define("headers", Type.LIST, REQUIRED, Importance.HIGH, "Header names, one per field.", _non_empty)
-            .define("operation", Type.STRING, REQUIRED, Importance.HIGH, "copy or move.", one_of("copy", "move"))
+            .define(
+                "operation",
+                Type.STRING,
+                REQUIRED,
+                Importance.HIGH,
+                "copy: the fields stay in the key or value; move: they are removed from it.",
+                one_of("copy", "move"),
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,

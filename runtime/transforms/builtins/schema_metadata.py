@@ -42,6 +42,8 @@ class SetSchemaMetadata(KeyOrValue[R]):
 
     def apply(self, record: R) -> R | None:
         schema = operating_schema(record, self.part)
+        if schema is None and self.operating_value(record) is None:
+            return record  # a null without a schema passes, as in Kafka Connect
         if schema is None:
             raise DataError(f"Schema required for [{self.PURPOSE}]")
         if schema.get("type") != "struct":
