@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from headwater.runtime.transforms.builtins.literals import UntypableLiteral, parse_literal
-from headwater.runtime.transforms.builtins.parts import KeyOrValue, require_map
+from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, require_map
+from headwater.runtime.transforms.builtins.schemas import normalized, operating_schema, with_schema
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
@@ -59,7 +60,7 @@ class InsertHeader(Transformation[R]):
 
 
 class HeaderFrom(KeyOrValue[R]):
-    """Copy or move fields of the key or value map into headers."""
+    """Copy or move fields of the key or value map (or struct, with a schema) into headers, one header per field."""
 
     def config_def(self) -> ConfigDef:
         return (
@@ -90,13 +91,33 @@ class HeaderFrom(KeyOrValue[R]):
                 "headers", ",".join(self.headers), "'fields' config must have the same number of elements"
             )
         self.move = config["operation"] == "move"
+        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
 
     def apply(self, record: R) -> R | None:
-        fields = require_map(self.operating_value(record), "header move" if self.move else "header copy")
-        added: list[tuple[str, Any]] = [
-            (header, fields.get(field)) for field, header in zip(self.fields, self.headers, strict=True)
+        purpose = "header move" if self.move else "header copy"
+        schema = operating_schema(record, self.part)
+        if schema is not None and schema.get("type") != "struct":
+            raise DataError(f"Only Struct objects supported for [{purpose}], found: {schema.get('type')}")
+        fields = require_map(self.operating_value(record), purpose)
+        added = [
+            (header, self._field(fields, schema, name)) for name, header in zip(self.fields, self.headers, strict=True)
         ]
         record = replace(record, headers=(*record.headers, *added))
         if not self.move:
             return record
-        return self.new_record(record, {name: item for name, item in fields.items() if name not in self.fields})
+        remaining = {name: item for name, item in fields.items() if name not in self.fields}
+        if schema is None:
+            return self.new_record(record, remaining)
+        # Kafka Connect's moved-from schema keeps the name, version, doc and parameters, not optional or default
+        basics = {key: schema[key] for key in ("name", "version", "doc", "parameters") if key in schema}
+        kept = [field for field in schema.get("fields", ()) if field["field"] not in self.fields]
+        return with_schema(record, self.part, remaining, normalized({"type": "struct", **basics, "fields": kept}))
+
+    def _field(self, fields: Mapping[str, Any], schema: Mapping[str, Any] | None, name: str) -> Any:
+        if schema is None:
+            return fields.get(name)
+        declared = {field["field"]: field for field in schema.get("fields", ())}
+        if name not in declared:
+            raise DataError(f"{name} is not a valid field name")
+        value = fields.get(name)
+        return declared[name].get("default") if value is None and self.replace_null_with_default else value

@@ -16,9 +16,11 @@ from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
 
-_ESCAPES = set("dDwWsSbBAtnrfx0123456789")
+_ESCAPES = set("dDwWsSAtnrfx0123456789")
 """The escapes ``\\x`` that mean the same in Java and Python regular expressions (``\\z`` is translated)."""
-_FLAGS = set("ims-")
+_FLAGS = set("is-")
+_JAVA_DOT = "[^\n\r\x85\u2028\u2029]"
+"""Java's ``.``: any character but its line terminators (Python's excludes only ``\n``)."""
 
 
 def _unsupported(key: str, value: str, what: str) -> ConfigError:
@@ -28,6 +30,7 @@ def _unsupported(key: str, value: str, what: str) -> ConfigError:
 def _translated(key: str, value: str) -> str:
     out: list[str] = []
     index, in_class = 0, False
+    dotall = re.match(r"\(\?[a-z]*s[a-z]*\)", value) is not None
     while index < len(value):
         char = value[index]
         if char == "\\":
@@ -57,6 +60,12 @@ def _translated(key: str, value: str) -> str:
             flags = re.match(r"\(\?([a-zA-Z-]*)[:)]", value[index:])
             if flags is None or not set(flags.group(1)) <= _FLAGS:
                 raise _unsupported(key, value, "group construct or inline flag")
+            if "s" in flags.group(1) and not (index == 0 and dotall):
+                raise _unsupported(key, value, "flag s other than at the start of the pattern")
+        elif char == "." and not dotall:
+            out.append(_JAVA_DOT)
+            index += 1
+            continue
         out.append(char)
         index += 1
     return "".join(out)
@@ -65,7 +74,8 @@ def _translated(key: str, value: str) -> str:
 def compiled(key: str, value: Any) -> re.Pattern[str]:
     """``value``, a Java regular expression, compiled to match as Java matches it (ASCII classes as Java's
     defaults); a :class:`ConfigError` on ``key`` for an invalid one or one using what Python matches differently
-    (``\\p{...}``, ``\\Q...\\E``, ``\\Z``, nested or intersected classes, Java-only flags)."""
+    (``\\p{...}``, ``\\Q...\\E``, ``\\Z``, word boundaries, nested or intersected classes, flags but i and
+    a leading s)."""
     translated = _translated(key, value)
     try:
         with warnings.catch_warnings():

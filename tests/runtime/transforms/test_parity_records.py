@@ -19,6 +19,7 @@ import pytest
 from headwater.runtime.tasks.tolerance import StageFailed
 from headwater.runtime.transforms import build_chain
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, RECORD_TRANSFORMATIONS
+from headwater.runtime.transforms.builtins.schemas import normalized
 from headwater.sdk.errors import ConfigError
 from support.java_transforms import JavaTransforms, TransformConfigError, typed
 from support.transform_parity import assert_parity, python_apply, to_record
@@ -60,6 +61,9 @@ MIXED = [
 ]
 """Records of both kinds: tombstones, topics that match ``audit-.*`` or not, with and without ``trace`` headers."""
 
+ODD_TOPICS = [sink(1, topic=t) for t in ("a\u0085b", "a\rb", "a\nb", "acb", "café", "CAFÉ", "aa1 ", "٣", "aac")]
+"""Topics where Java's regexes and Python's differ unless translated: line terminators, non-ASCII letters, digits."""
+COUNTS = "y yyy yyyyy MMMMM EEEEE SSSS S aa HHH ZZZZ XXX kk KK hh DDDD d"
 TOMBSTONE = guard("RecordIsTombstone")
 TRACED = guard("HasHeaderKey", name="trace")
 
@@ -114,11 +118,18 @@ CASES: list[tuple[str, dict[str, str], list[dict[str, Any]]]] = [
     ("RegexRouter escapes", chain("RegexRouter", regex=r"a\.(.)", replacement=r"\\\1$1"), [sink(1, topic="a.b")]),
     ("RegexRouter \\z, flags", chain("RegexRouter", regex=r"(?i)AUDIT(.*)\z", replacement="x$1"), MIXED),
     ("RegexRouter possessive", chain("RegexRouter", regex="(o++)(.*)", replacement="$2"), MIXED),
+    ("RegexRouter Java's dot", chain("RegexRouter", regex="a.b", replacement="dot"), ODD_TOPICS),
+    ("RegexRouter leading (?s)", chain("RegexRouter", regex="(?s)a.b", replacement="dot"), ODD_TOPICS),
+    ("RegexRouter ASCII classes", chain("RegexRouter", regex=r"(\w+)\d*\s?", replacement="<$1>"), ODD_TOPICS),
+    ("RegexRouter ASCII ignore-case", chain("RegexRouter", regex="(?i)CAFÉ|A.B", replacement="i"), ODD_TOPICS),
+    ("RegexRouter lookbehind", chain("RegexRouter", regex=r"(?<=a)b|(a)\1(?:c)", replacement="x$1"), ODD_TOPICS),
+    ("RegexRouter unmatched group", chain("RegexRouter", regex="(a)|b", replacement="[$1]"), [sink(1, topic="b")]),
     ("TimestampRouter default", chain("TimestampRouter"), STAMPED + NO_TIMESTAMP),
     ("TimestampRouter ISO", chain("TimestampRouter", timestamp_format="yyyy-MM-dd'T'HH:mm:ss.SSS"), STAMPED),
     ("TimestampRouter short fields", chain("TimestampRouter", timestamp_format="yy_M_d H:m:s.S"), STAMPED),
     ("TimestampRouter names", chain("TimestampRouter", timestamp_format="EEE EEEE MMM MMMM"), STAMPED),
     ("TimestampRouter 12-hour", chain("TimestampRouter", timestamp_format="hh:mm a K k D"), STAMPED),
+    ("TimestampRouter counts", chain("TimestampRouter", timestamp_format=COUNTS), STAMPED),
     ("TimestampRouter zone, quotes", chain("TimestampRouter", timestamp_format="''yyyy'' Z X 'at' HH"), STAMPED),
     ("TimestampRouter topic.format", chain("TimestampRouter", topic_format="${timestamp}/${topic}/${topic}"), STAMPED),
     ("Filter", chain("Filter"), MIXED),
@@ -201,6 +212,21 @@ WHOLE = [
     source(1.5, value_schema={"type": "double"}),
 ]
 STRING = {"type": "string"}
+TIMESTAMP = {"type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1}
+HEADER_STRUCT = {
+    "type": "struct",
+    "name": "Old",
+    "version": 3,
+    "doc": "d",
+    "optional": True,
+    "fields": [{"field": "id", "type": "int32"}, {"field": "ts", **TIMESTAMP}, {"field": "s", "type": "string"}],
+}
+HEADER_STRUCTS = [
+    source({"id": 1, "ts": 5, "s": "x"}, value_schema=HEADER_STRUCT),
+    source(None, value_schema=HEADER_STRUCT),
+    source("x", value_schema=STRING),
+    source({"id": 1}),
+]
 KEY_STRUCT = {"type": "struct", "fields": [{"field": "a", "type": "string"}]}
 
 SCHEMA_CASES: list[tuple[str, dict[str, str], list[dict[str, Any]]]] = [
@@ -222,6 +248,13 @@ SCHEMA_CASES: list[tuple[str, dict[str, str], list[dict[str, Any]]]] = [
     ("TimestampConverter$Key seconds with schema",
      chain(TC_KEY, target_type="Date", unix_precision="seconds"),
      [source(1, key=1_700_000_000, key_schema={"type": "int64"})]),
+    *[
+        (f"HeaderFrom {operation} with schema",
+         chain("HeaderFrom$Value", fields="id,ts", headers="a,b", operation=operation), HEADER_STRUCTS)
+        for operation in ("copy", "move")
+    ],
+    ("HeaderFrom missing field with schema",
+     chain("HeaderFrom$Value", fields="nope", headers="a", operation="copy"), HEADER_STRUCTS),
 ]  # fmt: skip
 """Cases whose output schemas (``key_schema``/``value_schema``, the JsonConverter's JSON) must agree too."""
 
@@ -269,6 +302,9 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("open quote", chain("TimestampRouter", timestamp_format="yyyy'x"), "timestamp.format"),
     ("week year", chain("TimestampRouter", timestamp_format="YYYY"), "timestamp.format"),
     ("era", chain("TimestampRouter", timestamp_format="G yyyy"), "timestamp.format"),
+    ("word boundary", chain("RegexRouter", regex=r"caf\b.*", replacement="a"), "regex"),
+    ("multiline flag", chain("RegexRouter", regex="(?m)a$", replacement="a"), "regex"),
+    ("scoped s flag", chain("RegexRouter", regex="(?s:a.)b", replacement="a"), "regex"),
     ("zone name", chain("TimestampConverter$Value", target_type="string", format="yyyy z"), "format"),
     ("literal before 1582", chain("InsertHeader", header="h", value_literal="1500-01-01"), "value.literal"),
 ]
@@ -297,7 +333,11 @@ def _with_schemas(config: dict[str, str], records: list[dict[str, Any]]) -> list
             answers.append("error")
             continue
         fields = ("key", "value", "key_schema", "value_schema")
-        answers.append(None if out is None else {field: getattr(out, field) for field in fields})
+        found = {field: getattr(out, field) for field in fields} if out is not None else None
+        for part in ("key_schema", "value_schema"):  # as the JsonConverter writes them, like Kafka's side
+            if found is not None and found[part] is not None:
+                found[part] = normalized(found[part])
+        answers.append(found)
     stages.close()
     return answers
 
