@@ -99,9 +99,8 @@ class HeaderFrom(KeyOrValue[R]):
         if schema is not None and schema.get("type") != "struct":
             raise DataError(f"Only Struct objects supported for [{purpose}], found: {schema.get('type')}")
         fields = require_map(self.operating_value(record), purpose)
-        added = [
-            (header, self._field(fields, schema, name)) for name, header in zip(self.fields, self.headers, strict=True)
-        ]
+        pairs = zip(self.fields, self.headers, strict=True)
+        added: list[tuple[str, Any]] = [(header, self._field(fields, schema, name)) for name, header in pairs]
         record = replace(record, headers=(*record.headers, *added))
         if not self.move:
             return record
