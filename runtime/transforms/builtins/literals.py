@@ -16,6 +16,8 @@ from headwater.runtime.transforms.builtins.dates import EPOCH, JavaDateFormat, O
 from headwater.runtime.transforms.builtins.parts import DataError
 
 _DELIMITERS = set(':,{}[]"')
+_JAVA_BLANK = "".join(map(chr, range(33)))
+"""What Java's ``String.trim`` removes: the characters up to the space, not Unicode spaces."""
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 _INT_WIDTHS = (("int8", 2**7), ("int16", 2**15), ("int32", 2**31), ("int64", 2**63))
 _NUMERIC = ("int8", "int16", "int32", "int64", "float32", "float64")
@@ -77,9 +79,9 @@ class _Parser:
     def take(self, expected: str) -> bool:
         """Consume the next non-blank token if it is ``expected`` (blank tokens before it are consumed anyway)."""
         start = self.at
-        while self.at < len(self.tokens) - 1 and not self.tokens[self.at].strip():
+        while self.at < len(self.tokens) - 1 and not self.tokens[self.at].strip(_JAVA_BLANK):
             self.at += 1
-        if self.more() and self.tokens[self.at].strip() == expected:
+        if self.more() and self.tokens[self.at].strip(_JAVA_BLANK) == expected:
             self.at += 1
             return True
         self.at = start
@@ -110,9 +112,11 @@ class _Parser:
             self.at = start
         token = self.tokens[self.at]
         self.at += 1
-        if not token.strip():
+        if not token.strip(_JAVA_BLANK):
             return "string", token
-        token = token.strip()
+        token = token.strip(_JAVA_BLANK)
+        if (token[0].isdigit() or token[0] in "+-") and any(c.isdigit() and not c.isascii() for c in token):
+            raise UntypableLiteral(f"non-ASCII digits in {token!r}")  # Java reads them as digits, Headwater does not
         if token[0].isdigit():
             if len(self.tokens) - self.at >= 4:
                 joined = token + "".join(self.tokens[self.at : self.at + 4])
@@ -123,11 +127,8 @@ class _Parser:
             temporal = _temporal(token)
             if temporal is not None:
                 return temporal
-        if token[0].isdigit() or token[0] in "+-":
-            if not token[0].isascii():
-                raise UntypableLiteral(f"non-ASCII digits in {token!r}")
-            if _NUMBER.fullmatch(token):
-                return _number(token)
+        if (token[0].isdigit() or token[0] in "+-") and _NUMBER.fullmatch(token):
+            return _number(token)
         if embedded:
             raise _Failed
         return "string", self.original
