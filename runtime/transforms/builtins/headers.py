@@ -8,7 +8,7 @@ from typing import Any
 
 from headwater.runtime.transforms.builtins.literals import UntypableLiteral, parse_literal
 from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, require_map
-from headwater.runtime.transforms.builtins.schemas import normalized, operating_schema, with_schema
+from headwater.runtime.transforms.builtins.schemas import connect_value, normalized, operating_schema, with_schema
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
@@ -119,4 +119,6 @@ class HeaderFrom(KeyOrValue[R]):
         if name not in declared:
             raise DataError(f"{name} is not a valid field name")
         value = fields.get(name)
-        return declared[name].get("default") if value is None and self.replace_null_with_default else value
+        if value is None and self.replace_null_with_default:
+            value = declared[name].get("default")
+        return connect_value(declared[name], value)

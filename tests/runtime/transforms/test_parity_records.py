@@ -222,6 +222,23 @@ HEADER_STRUCT = {
     "optional": True,
     "fields": [{"field": "id", "type": "int32"}, {"field": "ts", **TIMESTAMP}, {"field": "s", "type": "string"}],
 }
+TYPED_STRUCT = {
+    "type": "struct",
+    "fields": [
+        {"field": "b", "type": "bytes"},
+        {"field": "d", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2"}},
+        {"field": "dt", "type": "int32", "name": "org.apache.kafka.connect.data.Date", "version": 1},
+        {"field": "tm", "type": "int32", "name": "org.apache.kafka.connect.data.Time", "version": 1},
+        {"field": "a", "type": "array", "items": TIMESTAMP},
+        {"field": "m", "type": "map", "keys": {"type": "string"}, "values": {"type": "bytes"}},
+        {"field": "f", "type": "float"},
+        {"field": "i8", "type": "int8"},
+        {"field": "bo", "type": "boolean"},
+    ],
+}
+TYPED_VALUE = {"b": "AAE=", "d": "MDk=", "dt": 3, "tm": 1000, "a": [5, None], "m": {"k": "eg=="}, "f": 0.1, "i8": 3}
+TYPED_VALUE |= {"bo": True}
+TYPED_FIELDS = ",".join(TYPED_VALUE)
 HEADER_STRUCTS = [
     source({"id": 1, "ts": 5, "s": "x"}, value_schema=HEADER_STRUCT),
     source(None, value_schema=HEADER_STRUCT),
@@ -252,6 +269,11 @@ SCHEMA_CASES: list[tuple[str, dict[str, str], list[dict[str, Any]]]] = [
     *[
         (f"HeaderFrom {operation} with schema",
          chain("HeaderFrom$Value", fields="id,ts", headers="a,b", operation=operation), HEADER_STRUCTS)
+        for operation in ("copy", "move")
+    ],
+    *[
+        (f"HeaderFrom {operation} logical types", chain("HeaderFrom$Value", fields=TYPED_FIELDS, headers=TYPED_FIELDS,
+         operation=operation), [source(TYPED_VALUE, value_schema=TYPED_STRUCT)])
         for operation in ("copy", "move")
     ],
     ("HeaderFrom missing field with schema",
@@ -325,7 +347,11 @@ def test_headwater_agrees_with_kafka(
     assert_parity(java_transforms, config, records)
 
 
+SCHEMA_COMPARED = ("key", "value", "key_schema", "value_schema", "headers")
+
+
 def _with_schemas(config: dict[str, str], records: list[dict[str, Any]]) -> list[Any]:
+    """Headwater's key, value, schemas (as the JsonConverter writes them, as Kafka's side does) and headers."""
     stages = build_chain(config)
     answers: list[Any] = []
     for given in records:
@@ -334,11 +360,11 @@ def _with_schemas(config: dict[str, str], records: list[dict[str, Any]]) -> list
         except StageFailed:
             answers.append("error")
             continue
-        fields = ("key", "value", "key_schema", "value_schema")
-        found = {field: getattr(out, field) for field in fields} if out is not None else None
-        for part in ("key_schema", "value_schema"):  # as the JsonConverter writes them, like Kafka's side
-            if found is not None and found[part] is not None:
-                found[part] = normalized(found[part])
+        found = None if out is None else {field: getattr(out, field) for field in SCHEMA_COMPARED}
+        if found is not None:
+            found["headers"] = [list(header) for header in found["headers"]]
+            for part in ("key_schema", "value_schema"):
+                found[part] = None if found[part] is None else normalized(found[part])
         answers.append(found)
     stages.close()
     return answers
@@ -348,15 +374,13 @@ def _with_schemas(config: dict[str, str], records: list[dict[str, Any]]) -> list
 def test_headwater_agrees_with_kafka_on_schemas(
     java_transforms: JavaTransforms, name: str, config: dict[str, str], records: list[dict[str, Any]]
 ) -> None:
-    kafka = [
-        out
-        if out is None
-        else "error"
-        if "error" in out
-        else {field: out.get(field) for field in ("key", "value")}
-        | {"key_schema": out.get("key_schema"), "value_schema": out.get("value_schema")}
-        for out in java_transforms.apply(config, records)
-    ]
+    kafka: list[Any] = []
+    for out in java_transforms.apply(config, records):
+        if out is None or "error" in out:
+            kafka.append(out and "error")
+            continue
+        kafka.append({field: out.get(field) for field in SCHEMA_COMPARED})
+        kafka[-1]["headers"] = [list(header) for header in out["headers"]]
     ours = _with_schemas(config, records)
     for index, (mine, theirs) in enumerate(zip(ours, kafka, strict=True)):
         assert typed(mine) == typed(theirs), f"record {index}:\n  Headwater: {mine!r}\n  Kafka:     {theirs!r}"
