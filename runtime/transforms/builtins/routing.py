@@ -16,11 +16,15 @@ from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
 
-_ESCAPES = set("dDwWsSAtnrfx0123456789")
+_ESCAPES = set("dDwWsSAtnrfxu123456789")
 """The escapes ``\\x`` that mean the same in Java and Python regular expressions (``\\z`` is translated)."""
 _FLAGS = set("is-")
 _JAVA_DOT = "[^\n\r\x85\u2028\u2029]"
 """Java's ``.``: any character but its line terminators (Python's excludes only ``\n``)."""
+_JAVA_END = "(?=(?:\r\n|[\n\r\x85\u2028\u2029])?\\Z)"
+"""Java's ``$``: the end, or before a last line terminator (Python's ``$`` knows only ``\n``)."""
+_QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
+_GROUP_NAME = re.compile(r"\(\?<([a-zA-Z][a-zA-Z0-9]*)>")
 
 
 def _unsupported(key: str, value: str, what: str) -> ConfigError:
@@ -39,6 +43,8 @@ def _translated(key: str, value: str) -> str:
                 out.append("\\Z")
             elif escaped.isalnum() and escaped not in _ESCAPES:
                 raise _unsupported(key, value, f"escape \\{escaped}")
+            elif escaped.isdigit() and value[index + 2 : index + 3].isdigit():
+                raise _unsupported(key, value, "back reference of more than one digit")
             else:
                 out.append(char + escaped)
             index += 2
@@ -53,8 +59,16 @@ def _translated(key: str, value: str) -> str:
         elif char == "[":
             in_class = True
         elif value.startswith("(?<", index) and value[index + 3 : index + 4] not in ("=", "!"):
+            if _GROUP_NAME.match(value, index) is None:
+                raise ConfigError(key, value, "Invalid regex: a group name is a letter then letters or digits")
             out.append("(?P<")
             index += 3
+            continue
+        elif char == "{" and _QUANTIFIER.match(value, index) is None:
+            raise ConfigError(key, value, "Invalid regex: Illegal repetition (Java reads { as a quantifier)")
+        elif char == "$":
+            out.append(_JAVA_END)
+            index += 1
             continue
         elif value.startswith("(?", index) and value[index + 2 : index + 3] not in ("=", "!", "<", ":", ">"):
             flags = re.match(r"\(\?([a-zA-Z-]*)[:)]", value[index:])
@@ -136,8 +150,9 @@ def java_replacement(replacement: str, pattern: re.Pattern[str]) -> list[str | i
 
 
 class RegexRouter(Transformation[R]):
-    """Rename the topic of records whose topic matches ``regex`` (all of it) to ``replacement``. Headwater refuses
-    at configuration a replacement Kafka Connect would fail on at each matching record."""
+    """Rename the topic of records whose topic matches ``regex`` (all of it): the first match of ``regex`` in the
+    topic is replaced by ``replacement``, as Kafka Connect does (``a|ab`` turns ``ab`` into the replacement then
+    ``b``). Headwater refuses at configuration a replacement Kafka Connect would fail on at each matching record."""
 
     def config_def(self) -> ConfigDef:
         return (
@@ -167,11 +182,14 @@ class RegexRouter(Transformation[R]):
             raise ConfigError("replacement", config["replacement"], str(error)) from None
 
     def apply(self, record: R) -> R | None:
-        match = self.regex.fullmatch(record.topic)
-        if match is None:
+        topic = record.topic
+        if self.regex.fullmatch(topic) is None:
             return record
-        topic = "".join(part if isinstance(part, str) else match.group(part) or "" for part in self.replacement)
-        return replace(record, topic=topic)
+        # Kafka Connect then replaces the first match found, which may be shorter than the whole topic
+        first = self.regex.search(topic)
+        assert first is not None
+        replaced = "".join(part if isinstance(part, str) else first.group(part) or "" for part in self.replacement)
+        return replace(record, topic=topic[: first.start()] + replaced + topic[first.end() :])
 
 
 def _date_format(key: str, value: Any) -> None:

@@ -61,8 +61,12 @@ MIXED = [
 ]
 """Records of both kinds: tombstones, topics that match ``audit-.*`` or not, with and without ``trace`` headers."""
 
-ODD_TOPICS = [sink(1, topic=t) for t in ("a\u0085b", "a\rb", "a\nb", "acb", "café", "CAFÉ", "aa1 ", "٣", "aac")]
+ODD_TOPICS = [
+    sink(1, topic=t) for t in ("a\u0085b", "a\rb", "a\nb", "acb", "café", "CAFÉ", "aa1 ", "٣", "aac", "AABBB")
+]
 """Topics where Java's regexes and Python's differ unless translated: line terminators, non-ASCII letters, digits."""
+AB = [sink(1, topic=t) for t in ("ab", "a", "b", "abc")]
+LINE_ENDS = [sink(1, topic="a" + end) for end in ("", "\n", "\r\n", "\r", "\u0085", "\u2028", "\n\n", "\r\r")]
 COUNTS = "y yyy yyyyy MMMMM EEEEE SSSS S aa HHH ZZZZ XXX kk KK hh DDDD d"
 TOMBSTONE = guard("RecordIsTombstone")
 TRACED = guard("HasHeaderKey", name="trace")
@@ -120,6 +124,9 @@ CASES: list[tuple[str, dict[str, str], list[dict[str, Any]]]] = [
     ("RegexRouter \\z, flags", chain("RegexRouter", regex=r"(?i)AUDIT(.*)\z", replacement="x$1"), MIXED),
     ("RegexRouter possessive", chain("RegexRouter", regex="(o++)(.*)", replacement="$2"), MIXED),
     ("RegexRouter Java's dot", chain("RegexRouter", regex="a.b", replacement="dot"), ODD_TOPICS),
+    ("RegexRouter Java's $", chain("RegexRouter", regex=r"(a)$|a$\r", replacement="$1!"), LINE_ENDS),
+    ("RegexRouter first match replaced", chain("RegexRouter", regex="a|ab|(b)", replacement="<$1>"), AB),
+    ("RegexRouter quantifiers", chain("RegexRouter", regex=r"\x41{2}\u0042{1,}c{0,1}", replacement="q"), ODD_TOPICS),
     ("RegexRouter leading (?s)", chain("RegexRouter", regex="(?s)a.b", replacement="dot"), ODD_TOPICS),
     ("RegexRouter ASCII classes", chain("RegexRouter", regex=r"(\w+)\d*\s?", replacement="<$1>"), ODD_TOPICS),
     ("RegexRouter ASCII ignore-case", chain("RegexRouter", regex="(?i)CAFÉ|A.B", replacement="i"), ODD_TOPICS),
@@ -285,6 +292,9 @@ CONFIG_ERRORS: list[tuple[str, dict[str, str]]] = [
     ("RegexRouter no replacement", chain("RegexRouter", regex="a")),
     ("RegexRouter invalid regex", chain("RegexRouter", regex="(", replacement="a")),
     ("RegexRouter Python-only syntax", chain("RegexRouter", regex="(?P<n>a)", replacement="a")),
+    ("RegexRouter group name with _", chain("RegexRouter", regex="(?<a_b>x)", replacement="a")),
+    ("RegexRouter literal {", chain("RegexRouter", regex="a{b", replacement="a")),
+    ("RegexRouter {,n}", chain("RegexRouter", regex="a{,3}", replacement="a")),
     ("DropHeaders empty", chain("DropHeaders", headers="")),
     ("InsertHeader no literal", chain("InsertHeader", header="h")),
     ("InsertHeader no header", chain("InsertHeader", value_literal="1")),
@@ -326,6 +336,8 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("week year", chain("TimestampRouter", timestamp_format="YYYY"), "timestamp.format"),
     ("era", chain("TimestampRouter", timestamp_format="G yyyy"), "timestamp.format"),
     ("word boundary", chain("RegexRouter", regex=r"caf\b.*", replacement="a"), "regex"),
+    ("octal escape", chain("RegexRouter", regex=r"\0101", replacement="a"), "regex"),
+    ("two-digit back reference", chain("RegexRouter", regex=r"(a)\10", replacement="a"), "regex"),
     ("multiline flag", chain("RegexRouter", regex="(?m)a$", replacement="a"), "regex"),
     ("scoped s flag", chain("RegexRouter", regex="(?s:a.)b", replacement="a"), "regex"),
     ("zone name", chain("TimestampConverter$Value", target_type="string", format="yyyy z"), "format"),
