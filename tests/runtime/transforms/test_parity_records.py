@@ -72,7 +72,8 @@ TOMBSTONE = guard("RecordIsTombstone")
 TRACED = guard("HasHeaderKey", name="trace")
 
 STAMPED = [sink(1, timestamp=ms) for ms in (0, -1, 1_700_000_000_123, 951_782_400_000, -86_400_000)] + [
-    source(1, timestamp=5)
+    source(1, timestamp=5),
+    sink(1, topic="t${timestamp}", timestamp=5),
 ]
 NO_TIMESTAMP = [sink(1, timestamp=None)]
 HEADERED = [
