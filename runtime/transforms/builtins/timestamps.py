@@ -106,6 +106,7 @@ class TimestampConverter(KeyOrValue[R]):
         self.field: str = config.get("field") or ""
         self.target: str = config["target.type"]
         self.unit: int = _UNITS[config.get("unix.precision") or "milliseconds"]
+        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
         pattern = config.get("format") or ""
         if self.target == "string" and not pattern.strip():
             raise ConfigError("format", pattern, "TimestampConverter requires format option for string timestamps")
@@ -147,8 +148,11 @@ class TimestampConverter(KeyOrValue[R]):
             return None
         kinds = {field["field"]: field for field in schema.get("fields", ())}
         converted = dict(value)
-        if self.field in kinds and self.field in converted:
-            converted[self.field] = self._converted(converted[self.field], _kind(kinds[self.field]))
+        if self.field in kinds:
+            current = converted.get(self.field)
+            if current is None and self.replace_null_with_default:
+                current = kinds[self.field].get("default")
+            converted[self.field] = self._converted(current, _kind(kinds[self.field]))
         return converted
 
     def _converted(self, value: Any, kind: str | None) -> Any:
