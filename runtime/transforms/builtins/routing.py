@@ -74,6 +74,8 @@ def _translated(key: str, value: str) -> str:
             flags = re.match(r"\(\?([a-zA-Z-]*)[:)]", value[index:])
             if flags is None or not set(flags.group(1)) <= _FLAGS:
                 raise _unsupported(key, value, "group construct or inline flag")
+            if flags.group(0).endswith(")") and (index != 0 or "-" in flags.group(1)):
+                raise _unsupported(key, value, "inline flag other than flags set at the start")
             if "s" in flags.group(1) and not (index == 0 and dotall):
                 raise _unsupported(key, value, "flag s other than at the start of the pattern")
         elif char == "." and not dotall:
