@@ -59,14 +59,14 @@ def _tokens(text: str) -> list[str]:
 
 def float32(exact: Fraction) -> float:
     """The float32 nearest ``exact`` (ties to even), as Java's ``BigDecimal.floatValue``, widened to a float."""
-    if abs(exact) >= _FLOAT32_MAX + Fraction(2**103):
-        return float("inf") if exact > 0 else float("-inf")
-    guess = struct.unpack(">f", struct.pack(">f", float(exact)))[0]
-    bits = struct.unpack(">i", struct.pack(">f", guess))[0]
-    near = [struct.unpack(">f", struct.pack(">i", bits + step))[0] for step in (-1, 0, 1) if 0 <= bits + step < 2**31]
-    near += [-value for value in near] if guess == 0 else []
-    best = min(near, key=lambda value: (abs(Fraction(value) - exact), struct.pack(">f", value)[-1] & 1))
-    return float(best)
+    sign, magnitude = (-1.0 if exact < 0 else 1.0), abs(exact)
+    if magnitude >= _FLOAT32_MAX + Fraction(2**103):
+        return sign * float("inf")
+    guess = struct.unpack(">I", struct.pack(">f", float(magnitude)))[0]
+    steps = [bits for bits in (guess - 1, guess, guess + 1) if 0 <= bits < 0x7F800000]  # finite, not negative
+    candidates: list[float] = [struct.unpack(">f", struct.pack(">I", bits))[0] for bits in steps]
+    best = min(candidates, key=lambda value: (abs(Fraction(value) - magnitude), struct.pack(">f", value)[-1] & 1))
+    return sign * best
 
 
 class _Parser:
