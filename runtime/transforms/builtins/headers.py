@@ -73,7 +73,7 @@ class HeaderFrom(KeyOrValue[R]):
                 REQUIRED,
                 Importance.HIGH,
                 "copy: the fields stay in the key or value; move: they are removed from it.",
-                one_of("copy", "move"),
+                one_of("move", "copy", case_sensitive=True),
             )
             .define(
                 "replace.null.with.default",

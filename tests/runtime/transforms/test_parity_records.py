@@ -304,6 +304,8 @@ CONFIG_ERRORS: list[tuple[str, dict[str, str]]] = [
     ("InsertHeader no header", chain("InsertHeader", value_literal="1")),
     ("HeaderFrom unequal lists", chain("HeaderFrom$Value", fields="a", headers="h1,h2", operation="copy")),
     ("HeaderFrom bad operation", chain("HeaderFrom$Value", fields="a", headers="h", operation="cut")),
+    ("HeaderFrom operation in capitals", chain("HeaderFrom$Value", fields="a", headers="h", operation="MOVE")),
+    ("DropHeaders only commas", chain("DropHeaders", headers=",")),
     ("HeaderFrom empty fields", chain("HeaderFrom$Value", fields="", headers="", operation="copy")),
     ("TopicNameMatches empty", chain("Filter", guard("TopicNameMatches", pattern=""))),
     ("TopicNameMatches invalid", chain("Filter", guard("TopicNameMatches", pattern="("))),
