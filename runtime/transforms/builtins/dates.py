@@ -98,6 +98,7 @@ class JavaDateFormat:
         values = {"y": 1970, "M": 1, "d": 1, "H": 0, "m": 0, "s": 0, "S": 0}
         position = 0
         pm: bool | None = None
+        offset = 0
         hour12: int | None = None
         for index, item in enumerate(self.tokens):
             if isinstance(item, str):
@@ -116,6 +117,9 @@ class JavaDateFormat:
                     continue
                 if item.letter == "M":
                     position = self._month_name(text, position, values)
+                    continue
+                if item.letter == "X" and item.count <= 3:
+                    offset, position = self._iso_offset(text, position, item.count)
                     continue
                 raise DataError(f"Headwater cannot parse date pattern letter {item.letter!r} of {self.pattern!r}")
             found = re.compile(rf"\d{{1,{item.count}}}" if abutting else r"\d+").match(text, position)
@@ -144,10 +148,21 @@ class JavaDateFormat:
             )
         except (ValueError, OverflowError):
             raise OutOfRange(f"Headwater cannot parse {text!r}: only the years 1582 to 9999 are supported") from None
-        millis = (moment - EPOCH) // datetime.timedelta(milliseconds=1) + values["S"]
+        millis = (moment - EPOCH) // datetime.timedelta(milliseconds=1) + values["S"] - offset * 60_000
         if not GREGORIAN_CUTOVER_MS <= millis <= MAX_MS:
             raise OutOfRange(f"Headwater cannot parse {text!r}: dates before 1582-10-15 are not supported")
         return millis
+
+    def _iso_offset(self, text: str, position: int, count: int) -> tuple[int, int]:
+        """Minutes east of UTC of an ISO 8601 zone (``X`` ``+hh``, ``XX`` ``+hhmm``, ``XXX`` ``+hh:mm``, or ``Z``)."""
+        if text.startswith("Z", position):
+            return 0, position + 1
+        shape = {1: r"([+-])(\d\d)", 2: r"([+-])(\d\d)(\d\d)", 3: r"([+-])(\d\d):(\d\d)"}[count]
+        found = re.compile(shape).match(text, position)
+        if found is None or int(found.group(2)) > 23 or (count > 1 and int(found.group(3)) > 59):
+            raise self._unparsable(text)
+        minutes = int(found.group(2)) * 60 + (int(found.group(3)) if count > 1 else 0)
+        return (-minutes if found.group(1) == "-" else minutes), found.end()
 
     def _month_name(self, text: str, position: int, values: dict[str, int]) -> int:
         for number, name in enumerate(_MONTHS, start=1):

@@ -82,7 +82,8 @@ class TimestampConverter(KeyOrValue[R]):
                 Importance.MEDIUM,
                 "java.text.SimpleDateFormat pattern (UTC) a string target is formatted with and a string input is "
                 "parsed with; required for the string target. Headwater refuses the pattern letters it does not "
-                "render like Java (see TimestampRouter's timestamp.format).",
+                "render like Java (see TimestampRouter's timestamp.format), and fails a string it would have to "
+                "parse with E or Z (X, ISO 8601 offsets, is parsed).",
             )
             .define(
                 "unix.precision",

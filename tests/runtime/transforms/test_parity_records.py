@@ -113,6 +113,8 @@ FIELDS = [
     sink(5),
     source({"ts": -1500}),
 ]
+ISO_OFFSETS = [sink("2020-01-02T03:04:05.678" + zone) for zone in ("Z", "+01", "-0130", "+01:30", "", "+1", "+25")]
+ISO_OFFSETS += [sink("2020-01-02T03:04:05.678+0099"), sink("2020-01-02T03:04:05.678-00:00")]
 PATTERN = "yyyy-MM-dd HH:mm:ss.SSS"
 TC, TC_KEY = "TimestampConverter$Value", "TimestampConverter$Key"
 PRECISE = {"seconds": 1_700_000_000, "microseconds": 1_700_000_000_123_456, "nanoseconds": -1_700_000_000_123_456_789}
@@ -184,6 +186,11 @@ CASES: list[tuple[str, dict[str, str], list[dict[str, Any]]]] = [
      [sink(v) for v in ("01/02/2020 03:04 PM", "01/02/2020 12:00 AM", "1/2/2020 12:30 pm", "01/02/2020")]),
     ("TimestampConverter month names", chain(TC, target_type="string", format="dd MMM yyyy"),
      [sink(v) for v in ("01 Feb 2020", "01 february 2020", "01 Fe 2020", 0)]),
+    *[
+        (f"TimestampConverter ISO offsets {'X' * count}",
+         chain(TC, target_type="unix", format="yyyy-MM-dd'T'HH:mm:ss.SSS" + "X" * count), ISO_OFFSETS)
+        for count in (1, 2, 3)
+    ],
     ("TimestampConverter string without format", chain(TC, target_type="unix"), [sink("2020"), sink(5)]),
     ("SetSchemaMetadata schemaless", chain("SetSchemaMetadata$Value", schema_name="N"), MIXED),
 ]  # fmt: skip
