@@ -88,7 +88,9 @@ class _Parser:
         return False
 
     def value(self, embedded: bool) -> tuple[str | None, Any]:
-        """(type, value) of the next value; ``(None, None)`` for null."""
+        """(type, value) of the next value; ``(None, None)`` for null (and when there is none)."""
+        if not self.more():
+            return None, None
         if embedded and self.take('"'):
             content = []
             while self.more() and not self.take('"'):
