@@ -100,7 +100,7 @@ def compiled(key: str, value: Any) -> re.Pattern[str]:
     except FutureWarning:
         raise _unsupported(key, value, "character class") from None
     except re.error as error:
-        raise ConfigError(key, value, f"Invalid regex: {error}") from None
+        raise ConfigError(key, value, f"Invalid regex for Headwater's (Python's) regex engine: {error}") from None
 
 
 def _regex(key: str, value: Any) -> None:

@@ -350,6 +350,8 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("week year", chain("TimestampRouter", timestamp_format="YYYY"), "timestamp.format"),
     ("era", chain("TimestampRouter", timestamp_format="G yyyy"), "timestamp.format"),
     ("word boundary", chain("RegexRouter", regex=r"caf\b.*", replacement="a"), "regex"),
+    ("back reference to no group", chain("RegexRouter", regex=r"a\1", replacement="a"), "regex"),
+    ("leading quantifier", chain("RegexRouter", regex="{2}a", replacement="a"), "regex"),
     ("octal escape", chain("RegexRouter", regex=r"\0101", replacement="a"), "regex"),
     ("two-digit back reference", chain("RegexRouter", regex=r"(a)\10", replacement="a"), "regex"),
     ("multiline flag", chain("RegexRouter", regex="(?m)a$", replacement="a"), "regex"),
