@@ -65,6 +65,8 @@ def _tokens(pattern: str) -> list[_Field | str]:
                 raise ValueError(
                     f"Date pattern letter {char!r} is not supported by Headwater (it renders {', '.join(FIELDS)})"
                 )
+            if char == "X" and count > 3:
+                raise ValueError(f"Invalid ISO 8601 format: length={count} in date pattern {pattern!r}")
             tokens.append(_Field(char, count))
             index += count
         else:
@@ -80,6 +82,9 @@ class JavaDateFormat:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         self.tokens = _tokens(pattern)
+        self.ambiguity = _ambiguity([item.letter for item in self.tokens if isinstance(item, _Field)])
+        """Why Headwater does not parse with this pattern (fields Java's calendar weighs by the order they are set
+        in), or None."""
 
     def format(self, millis: int) -> str:
         """The instant ``millis`` (epoch milliseconds) rendered; :class:`DataError` for one outside the Gregorian
@@ -95,6 +100,8 @@ class JavaDateFormat:
     def parse(self, text: str) -> int:
         """Epoch milliseconds of ``text`` read with the pattern, leniently as Java reads it (a month 13 is January of
         the next year, trailing text is ignored); :class:`DataError` when it does not match."""
+        if self.ambiguity:
+            raise DataError(f"Headwater cannot parse with date pattern {self.pattern!r}: {self.ambiguity}")
         values = {"y": 1970, "M": 1, "d": 1, "H": 0, "m": 0, "s": 0, "S": 0}
         position = 0
         pm: bool | None = None
@@ -126,10 +133,12 @@ class JavaDateFormat:
             if found is None:
                 raise self._unparsable(text)
             number, position = int(found.group()), found.end()
+            if number >= 2**31:
+                raise DataError(f"Headwater cannot parse {text!r}: {found.group()} overflows Java's calendar fields")
             if item.letter == "y" and item.count <= 2 and len(found.group()) == 2:
                 raise DataError(f"Headwater cannot parse two-digit years (pattern {self.pattern!r})")
             if item.letter in "hK":
-                hour12 = number % 12 if item.letter == "h" else number
+                hour12 = 0 if item.letter == "h" and number == 12 else number
             elif item.letter == "k":
                 values["H"] = 0 if number == 24 else number
             elif item.letter == "D":
@@ -174,6 +183,17 @@ class JavaDateFormat:
 
     def _unparsable(self, text: str) -> DataError:
         return DataError(f"Could not parse timestamp: value ({text}) does not match pattern ({self.pattern})")
+
+
+def _ambiguity(letters: list[str]) -> str | None:
+    repeated = sorted({letter for letter in letters if letters.count(letter) > 1})
+    if repeated:
+        return f"letter {repeated[0]!r} appears twice"
+    if len(set(letters) & set("HkhK")) > 1 or ("a" in letters and set(letters) & set("Hk")):
+        return "two ways of giving the hour"
+    if "D" in letters and set(letters) & set("Md"):
+        return "a day of the year with a month or day"
+    return None
 
 
 def _render(field: _Field, moment: datetime.datetime) -> str:

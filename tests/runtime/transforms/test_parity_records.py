@@ -185,6 +185,12 @@ CASES: list[tuple[str, dict[str, str], list[dict[str, Any]]]] = [
      [sink(1, key=k) for k in ("20200229", "20201301", "2020", "x2020", 86_400_000 * 3 + 5, None)]),
     ("TimestampConverter 12-hour parse", chain(TC, target_type="unix", format="dd/MM/yyyy hh:mm a"),
      [sink(v) for v in ("01/02/2020 03:04 PM", "01/02/2020 12:00 AM", "1/2/2020 12:30 pm", "01/02/2020")]),
+    ("TimestampConverter lenient hours", chain(TC, target_type="unix", format="s h 'x' DD"),
+     [sink(v) for v in ("5 13 x 40", "59 12 x 1", "1 911 x 365")]),
+    ("TimestampConverter K and a", chain(TC, target_type="unix", format="K:mm a"),
+     [sink(v) for v in ("11:30 PM", "0:00 AM", "12:00 PM", "13:00 am")]),
+    ("TimestampConverter abutting fields", chain(TC, target_type="unix", format="shmm"),
+     [sink(v) for v in ("591230", "5911", "1234567")]),
     ("TimestampConverter month names", chain(TC, target_type="string", format="dd MMM yyyy"),
      [sink(v) for v in ("01 Feb 2020", "01 february 2020", "01 Fe 2020", 0)]),
     *[
@@ -347,6 +353,7 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("trailing backslash", chain("RegexRouter", regex="(.*)", replacement="a\\"), "replacement"),
     ("illegal letter", chain("TimestampRouter", timestamp_format="bb"), "timestamp.format"),
     ("open quote", chain("TimestampRouter", timestamp_format="yyyy'x"), "timestamp.format"),
+    ("five X", chain("TimestampRouter", timestamp_format="XXXXX"), "timestamp.format"),
     ("week year", chain("TimestampRouter", timestamp_format="YYYY"), "timestamp.format"),
     ("era", chain("TimestampRouter", timestamp_format="G yyyy"), "timestamp.format"),
     ("word boundary", chain("RegexRouter", regex=r"caf\b.*", replacement="a"), "regex"),
@@ -442,8 +449,11 @@ def test_what_headwater_refuses_kafka_accepts(
         (chain("TimestampConverter$Value", target_type="string", format="yyyy"), sink(-62_135_596_800_001)),
         (chain("TimestampConverter$Value", target_type="unix", format="yyyy-MM-dd"), sink("1500-01-01")),
         (chain("TimestampConverter$Value", target_type="unix", format="EEE yyyy"), sink("Thu 2020")),
+        (chain("TimestampConverter$Value", target_type="unix", format="HH a"), sink("10 PM")),
+        (chain("TimestampConverter$Value", target_type="unix", format="yyyy yyyy"), sink("2020 2021")),
+        (chain("TimestampConverter$Value", target_type="unix", format="m"), sink("99999999999")),
     ],
-    ids=["before 1582", "after 9999", "year 0", "parse before 1582", "parse a weekday"],
+    ids=["before 1582", "after 9999", "year 0", "parse before 1582", "weekday", "HH and a", "twice", "overflow"],
 )
 def test_what_headwater_cannot_render_or_parse_fails_the_record(
     java_transforms: JavaTransforms, config: dict[str, str], value: dict[str, Any]
