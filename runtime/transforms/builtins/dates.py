@@ -158,7 +158,8 @@ class JavaDateFormat:
         except (ValueError, OverflowError):
             raise OutOfRange(f"Headwater cannot parse {text!r}: only the years 1582 to 9999 are supported") from None
         millis = (moment - EPOCH) // datetime.timedelta(milliseconds=1) + values["S"] - offset * 60_000
-        if not GREGORIAN_CUTOVER_MS <= millis <= MAX_MS:
+        julian_start = (start - EPOCH) // datetime.timedelta(milliseconds=1) < GREGORIAN_CUTOVER_MS
+        if julian_start or not GREGORIAN_CUTOVER_MS <= millis <= MAX_MS:
             raise OutOfRange(f"Headwater cannot parse {text!r}: dates before 1582-10-15 are not supported")
         return millis
 

@@ -452,8 +452,19 @@ def test_what_headwater_refuses_kafka_accepts(
         (chain("TimestampConverter$Value", target_type="unix", format="HH a"), sink("10 PM")),
         (chain("TimestampConverter$Value", target_type="unix", format="yyyy yyyy"), sink("2020 2021")),
         (chain("TimestampConverter$Value", target_type="unix", format="m"), sink("99999999999")),
+        (chain("TimestampConverter$Value", target_type="unix", format="ydddd"), sink("73080015")),  # from year 7
     ],
-    ids=["before 1582", "after 9999", "year 0", "parse before 1582", "weekday", "HH and a", "twice", "overflow"],
+    ids=[
+        "before 1582",
+        "after 9999",
+        "year 0",
+        "parse before 1582",
+        "weekday",
+        "HH and a",
+        "twice",
+        "overflow",
+        "year 7",
+    ],
 )
 def test_what_headwater_cannot_render_or_parse_fails_the_record(
     java_transforms: JavaTransforms, config: dict[str, str], value: dict[str, Any]
