@@ -56,6 +56,11 @@ Validator = Callable[[str, Any], None]
 _INT_RANGE = {Type.INT: (-(2**31), 2**31 - 1), Type.LONG: (-(2**63), 2**63 - 1)}
 
 
+JAVA_TRIMMED = "".join(map(chr, range(33)))
+"""What Kafka's ConfigDef trims from a string value (Java's ``String.trim``: the characters up to the space, not
+Unicode spaces such as U+00A0)."""
+
+
 def _parse(key: str, kind: Type, value: Any) -> Any:
     if value is None:
         return None
@@ -67,7 +72,7 @@ def _parse(key: str, kind: Type, value: Any) -> Any:
         raise ConfigError(key, value, "Expected value to be either true or false")
     if kind in (Type.STRING, Type.PASSWORD, Type.CLASS):
         if isinstance(value, str):
-            return value.strip() if kind is not Type.PASSWORD else value
+            return value.strip(JAVA_TRIMMED) if kind is not Type.PASSWORD else value
         if kind is Type.CLASS and isinstance(value, type):
             return f"{value.__module__}.{value.__qualname__}"
         raise ConfigError(key, value, "Expected value to be a string")

@@ -19,6 +19,8 @@ from headwater.runtime.transforms.builtins.headers import DropHeaders, HeaderFro
 from headwater.runtime.transforms.builtins.mask import MaskField
 from headwater.runtime.transforms.builtins.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from headwater.runtime.transforms.builtins.routing import Filter, RegexRouter, TimestampRouter
+from headwater.runtime.transforms.builtins.schema_metadata import SetSchemaMetadata
+from headwater.runtime.transforms.builtins.timestamps import TimestampConverter
 
 TRANSFORMS_PACKAGE = "org.apache.kafka.connect.transforms."
 PREDICATES_PACKAGE = "org.apache.kafka.connect.transforms.predicates."
@@ -52,6 +54,8 @@ FIELD_TRANSFORMATIONS: dict[str, type[Any]] = {
 
 RECORD_TRANSFORMATIONS: dict[str, type[Any]] = {
     **_variants(HeaderFrom),
+    **_variants(TimestampConverter),
+    **_variants(SetSchemaMetadata),
     "RegexRouter": RegexRouter,
     "TimestampRouter": TimestampRouter,
     "Filter": Filter,

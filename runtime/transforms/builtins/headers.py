@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from headwater.runtime.transforms.builtins.parts import KeyOrValue, require_map
+from headwater.runtime.transforms.builtins.literals import UntypableLiteral, parse_literal
+from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, require_map
+from headwater.runtime.transforms.builtins.schemas import connect_value, normalized, operating_schema, with_schema
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
@@ -15,24 +17,6 @@ from headwater.sdk.transforms import R, Transformation
 def _non_empty(key: str, value: Any) -> None:
     if not value:
         raise ConfigError(key, value, "Empty list")
-
-
-def literal(text: str) -> Any:
-    """A header's value from its text, typed as Kafka Connect's ``Values.parseString`` types simple ones: a
-    boolean, an integer, a decimal number, else the text itself."""
-    stripped = text.strip()
-    if stripped.lower() in ("true", "false"):
-        return stripped.lower() == "true"
-    try:
-        return int(stripped)
-    except ValueError:
-        pass
-    try:
-        if any(char.isdigit() for char in stripped) and not stripped.lower().startswith(("inf", "nan")):
-            return float(stripped)
-    except ValueError:
-        pass
-    return text
 
 
 class DropHeaders(Transformation[R]):
@@ -62,23 +46,35 @@ class InsertHeader(Transformation[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.header = config["header"]
-        self.value = literal(config["value.literal"])
+        try:
+            self.value = parse_literal(config["value.literal"])
+        except UntypableLiteral as error:
+            raise ConfigError(
+                "value.literal",
+                config["value.literal"],
+                f"Headwater cannot type this literal as Kafka Connect does: {error}",
+            ) from None
 
     def apply(self, record: R) -> R | None:
         return replace(record, headers=(*record.headers, (self.header, self.value)))
 
 
 class HeaderFrom(KeyOrValue[R]):
-    """Copy or move fields of the key or value map into headers."""
-
-    PURPOSE = "header " + "from"
+    """Copy or move fields of the key or value map (or struct, with a schema) into headers, one header per field."""
 
     def config_def(self) -> ConfigDef:
         return (
             ConfigDef()
             .define("fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields to copy or move.", _non_empty)
             .define("headers", Type.LIST, REQUIRED, Importance.HIGH, "Header names, one per field.", _non_empty)
-            .define("operation", Type.STRING, REQUIRED, Importance.HIGH, "copy or move.", one_of("copy", "move"))
+            .define(
+                "operation",
+                Type.STRING,
+                REQUIRED,
+                Importance.HIGH,
+                "copy: the fields stay in the key or value; move: they are removed from it.",
+                one_of("move", "copy", case_sensitive=True),
+            )
             .define(
                 "replace.null.with.default",
                 Type.BOOLEAN,
@@ -95,16 +91,34 @@ class HeaderFrom(KeyOrValue[R]):
                 "headers", ",".join(self.headers), "'fields' config must have the same number of elements"
             )
         self.move = config["operation"] == "move"
+        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
 
     def apply(self, record: R) -> R | None:
-        value = self.operating_value(record)
-        if value is None:
-            return record
-        fields = require_map(value, self.PURPOSE)
-        added: list[tuple[str, Any]] = [
-            (header, fields.get(field)) for field, header in zip(self.fields, self.headers, strict=True)
-        ]
+        purpose = "header move" if self.move else "header copy"
+        schema = operating_schema(record, self.part)
+        if schema is not None and schema.get("type") != "struct":
+            raise DataError(f"Only Struct objects supported for [{purpose}], found: {schema.get('type')}")
+        fields = require_map(self.operating_value(record), purpose)
+        pairs = zip(self.fields, self.headers, strict=True)
+        added: list[tuple[str, Any]] = [(header, self._field(fields, schema, name)) for name, header in pairs]
         record = replace(record, headers=(*record.headers, *added))
         if not self.move:
             return record
-        return self.new_record(record, {name: item for name, item in fields.items() if name not in self.fields})
+        remaining = {name: item for name, item in fields.items() if name not in self.fields}
+        if schema is None:
+            return self.new_record(record, remaining)
+        # Kafka Connect's moved-from schema keeps the name, version, doc and parameters, not optional or default
+        basics = {key: schema[key] for key in ("name", "version", "doc", "parameters") if key in schema}
+        kept = [field for field in schema.get("fields", ()) if field["field"] not in self.fields]
+        return with_schema(record, self.part, remaining, normalized({"type": "struct", **basics, "fields": kept}))
+
+    def _field(self, fields: Mapping[str, Any], schema: Mapping[str, Any] | None, name: str) -> Any:
+        if schema is None:
+            return fields.get(name)
+        declared = {field["field"]: field for field in schema.get("fields", ())}
+        if name not in declared:
+            raise DataError(f"{name} is not a valid field name")
+        value = fields.get(name)
+        if value is None and self.replace_null_with_default:
+            value = declared[name].get("default")
+        return connect_value(declared[name], value)

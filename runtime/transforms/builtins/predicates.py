@@ -12,6 +12,7 @@ from headwater.sdk.transforms import Predicate, R
 
 
 def _regex(key: str, value: Any) -> None:
+    _non_empty(key, value)
     compiled(key, value)
 
 
