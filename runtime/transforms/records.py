@@ -5,17 +5,18 @@ looking the fields up), since a chain makes a new record per transformation per 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 from headwater.runtime.tasks.sink_context import ConvertedRecord
 from headwater.sdk.records import SinkRecord, SourceRecord
+from headwater.sdk.transforms import R
 
 SAME: Any = object()
 """The default of every :func:`rebuilt` argument: keep the record's own."""
 
 
 def rebuilt(
-    record: Any,
+    record: R,
     *,
     topic: Any = SAME,
     key: Any = SAME,
@@ -24,9 +25,22 @@ def rebuilt(
     timestamp: Any = SAME,
     key_schema: Any = SAME,
     value_schema: Any = SAME,
-) -> Any:
+) -> R:
     """A copy of ``record`` with the given fields changed (``key_schema``/``value_schema`` only for a
     :class:`SourceRecord`, which has them). The record is not changed."""
+    return cast(R, _rebuilt(record, topic, key, value, headers, timestamp, key_schema, value_schema))
+
+
+def _rebuilt(
+    record: Any,
+    topic: Any,
+    key: Any,
+    value: Any,
+    headers: Any,
+    timestamp: Any,
+    key_schema: Any,
+    value_schema: Any,
+) -> Any:
     cls = type(record)
     if cls is ConvertedRecord or cls is SinkRecord:
         if key_schema is not SAME or value_schema is not SAME:
@@ -68,3 +82,36 @@ def rebuilt(
         if given is not SAME
     }
     return dataclasses.replace(record, **changes)
+
+
+def with_value(record: R, value: Any) -> R:
+    """``rebuilt(record, value=value)``, on the path every value transformation takes, with nothing looked up."""
+    rec: Any = record
+    cls = type(rec)
+    if cls is ConvertedRecord:
+        made: Any = cls(
+            rec.topic,
+            rec.partition,
+            rec.offset,
+            rec.key,
+            value,
+            rec.timestamp,
+            rec.headers,
+            rec.original,
+        )
+    elif cls is SourceRecord:
+        made = cls(
+            rec.source_partition,
+            rec.source_offset,
+            rec.topic,
+            value,
+            rec.key,
+            rec.partition,
+            rec.timestamp,
+            rec.headers,
+            rec.key_schema,
+            rec.value_schema,
+        )
+    else:
+        made = _rebuilt(rec, SAME, SAME, value, SAME, SAME, SAME, SAME)
+    return cast(R, made)

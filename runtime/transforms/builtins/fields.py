@@ -184,11 +184,18 @@ class ReplaceField(KeyOrValue[R]):
         value = self.schemaless_value(record)
         if value is None:
             return record
-        kept = {
-            self.renames.get(name, name): field
-            for name, field in require_map(value, self.PURPOSE).items()
-            if name not in self.exclude and (not self.include or name in self.include)
-        }
+        fields = require_map(value, self.PURPOSE)
+        exclude, include, renames = self.exclude, self.include, self.renames
+        if include:
+            kept = {
+                renames.get(name, name): field
+                for name, field in fields.items()
+                if name in include and name not in exclude
+            }
+        elif renames:
+            kept = {renames.get(name, name): field for name, field in fields.items() if name not in exclude}
+        else:
+            kept = {name: field for name, field in fields.items() if name not in exclude}
         return self.new_record(record, kept)
 
 
@@ -279,5 +286,5 @@ class ValueToKey(Transformation[R]):
         value = require_map(record.value, self.PURPOSE)
         key = {name: value.get(name) for name in self.fields}
         if isinstance(record, SourceRecord):
-            return rebuilt(record, key=key, key_schema=None)  # type: ignore[no-any-return]
-        return rebuilt(record, key=key)  # type: ignore[no-any-return]
+            return rebuilt(record, key=key, key_schema=None)
+        return rebuilt(record, key=key)

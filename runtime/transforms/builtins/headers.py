@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from headwater.runtime.transforms.builtins.literals import UntypableLiteral, parse_literal
 from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, require_map
 from headwater.runtime.transforms.builtins.schemas import connect_value, normalized, operating_schema, with_schema
+from headwater.runtime.transforms.records import rebuilt
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
@@ -31,7 +31,7 @@ class DropHeaders(Transformation[R]):
         self.names = set(config["headers"])
 
     def apply(self, record: R) -> R | None:
-        return replace(record, headers=tuple(header for header in record.headers if header[0] not in self.names))
+        return rebuilt(record, headers=tuple(header for header in record.headers if header[0] not in self.names))
 
 
 class InsertHeader(Transformation[R]):
@@ -56,7 +56,7 @@ class InsertHeader(Transformation[R]):
             ) from None
 
     def apply(self, record: R) -> R | None:
-        return replace(record, headers=(*record.headers, (self.header, self.value)))
+        return rebuilt(record, headers=(*record.headers, (self.header, self.value)))
 
 
 class HeaderFrom(KeyOrValue[R]):
@@ -101,7 +101,7 @@ class HeaderFrom(KeyOrValue[R]):
         fields = require_map(self.operating_value(record), purpose)
         pairs = zip(self.fields, self.headers, strict=True)
         added: list[tuple[str, Any]] = [(header, self._field(fields, schema, name)) for name, header in pairs]
-        record = replace(record, headers=(*record.headers, *added))
+        record = rebuilt(record, headers=(*record.headers, *added))
         if not self.move:
             return record
         remaining = {name: item for name, item in fields.items() if name not in self.fields}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from headwater.runtime.transforms.records import rebuilt
+from headwater.runtime.transforms.records import rebuilt, with_value
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import SinkRecord, SourceRecord
 from headwater.sdk.transforms import R, Transformation
@@ -27,7 +27,7 @@ def type_name(value: Any) -> str:
 
 def require_map(value: Any, purpose: str) -> Mapping[str, Any]:
     """``value`` when it is a map; else Kafka Connect's error for a schemaless value of another type."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # a dict, nearly always: skip the ABC check
         raise DataError(f"Only Map objects supported in absence of schema for [{purpose}], found: {type_name(value)}")
     return value
 
@@ -64,17 +64,21 @@ class KeyOrValue(Transformation[R]):
     def schemaless_value(self, record: R) -> Any:
         """:meth:`operating_value`, refused (:class:`DataError`) when the record gives it a schema: these
         transformations handle schemaless keys and values only, and would otherwise drop the schema."""
-        if isinstance(record, SourceRecord):
-            require_schemaless(record, self.part, type(self).__qualname__)
-        return record.key if self.part == "key" else record.value
+        if self.part == "key":
+            if type(record) is SourceRecord and record.key_schema is not None:
+                require_schemaless(record, "key", type(self).__qualname__)
+            return record.key
+        if isinstance(record, SourceRecord) and record.value_schema is not None:
+            require_schemaless(record, "value", type(self).__qualname__)
+        return record.value
 
     def new_record(self, record: R, updated: Any) -> R:
         """The record with :attr:`part` replaced by ``updated`` (and, for a source record, its schema dropped:
         schemaless values carry none)."""
         if self.part == "key":
             if isinstance(record, SourceRecord) and record.key_schema is not None:
-                return rebuilt(record, key=updated, key_schema=None)  # type: ignore[no-any-return]
-            return rebuilt(record, key=updated)  # type: ignore[no-any-return]
+                return rebuilt(record, key=updated, key_schema=None)
+            return rebuilt(record, key=updated)
         if isinstance(record, SourceRecord) and record.value_schema is not None:
-            return rebuilt(record, value=updated, value_schema=None)  # type: ignore[no-any-return]
-        return rebuilt(record, value=updated)  # type: ignore[no-any-return]
+            return rebuilt(record, value=updated, value_schema=None)
+        return with_value(record, updated)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from headwater.runtime.transforms.builtins.dates import JavaDateFormat
 from headwater.runtime.transforms.builtins.parts import DataError
+from headwater.runtime.transforms.records import rebuilt
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
@@ -151,6 +151,11 @@ def java_replacement(replacement: str, pattern: re.Pattern[str]) -> list[str | i
     return parts
 
 
+ROUTES_KEPT = 10_000
+"""How many topics a RegexRouter remembers the new name of: a connector reads or writes few topics, and routing
+each again is most of what a chain costs per record."""
+
+
 class RegexRouter(Transformation[R]):
     """Rename the topic of records whose topic matches ``regex`` (all of it): the first match of ``regex`` in the
     topic is replaced by ``replacement``, as Kafka Connect does (``a|ab`` turns ``ab`` into the replacement then
@@ -178,6 +183,7 @@ class RegexRouter(Transformation[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.regex = compiled("regex", config["regex"])
+        self._routed: dict[str, str] = {}
         try:
             self.replacement = java_replacement(config["replacement"], self.regex)
         except ValueError as error:
@@ -185,13 +191,23 @@ class RegexRouter(Transformation[R]):
 
     def apply(self, record: R) -> R | None:
         topic = record.topic
+        routed = self._routed.get(topic)
+        if routed is None:
+            routed = self._route(topic)
+            if len(self._routed) >= ROUTES_KEPT:
+                self._routed.clear()
+            self._routed[topic] = routed
+        return record if routed == topic else rebuilt(record, topic=routed)
+
+    def _route(self, topic: str) -> str:
+        """The topic's new name (itself when the regex does not match all of it)."""
         if self.regex.fullmatch(topic) is None:
-            return record
+            return topic
         # Kafka Connect then replaces the first match found, which may be shorter than the whole topic
         first = self.regex.search(topic)
         assert first is not None
         replaced = "".join(part if isinstance(part, str) else first.group(part) or "" for part in self.replacement)
-        return replace(record, topic=topic[: first.start()] + replaced + topic[first.end() :])
+        return topic[: first.start()] + replaced + topic[first.end() :]
 
 
 def _date_format(key: str, value: Any) -> None:
@@ -236,7 +252,7 @@ class TimestampRouter(Transformation[R]):
             raise DataError(f"Timestamp missing on record: {record!r}")
         stamp = self.timestamp_format.format(record.timestamp)
         topic = self.topic_format.replace("${topic}", record.topic).replace("${timestamp}", stamp)
-        return replace(record, topic=topic)
+        return rebuilt(record, topic=topic)
 
 
 class Filter(Transformation[R]):

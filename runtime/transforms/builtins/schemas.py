@@ -10,10 +10,10 @@ import datetime
 import decimal
 import struct
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from headwater.runtime.transforms.builtins.parts import DataError
+from headwater.runtime.transforms.records import rebuilt
 from headwater.sdk.records import SourceRecord
 from headwater.sdk.transforms import R
 
@@ -50,8 +50,10 @@ def operating_schema(record: Any, part: str) -> Mapping[str, Any] | None:
 def with_schema(record: R, part: str, value: Any, schema: Mapping[str, Any] | None) -> R:
     """The record with its ``part`` (``key`` or ``value``) replaced by ``value`` whose schema is ``schema``."""
     if isinstance(record, SourceRecord):
-        return replace(record, **{part: value, f"{part}_schema": schema})
-    return replace(record, **{part: value})
+        if part == "key":
+            return rebuilt(record, key=value, key_schema=schema)
+        return rebuilt(record, value=value, value_schema=schema)
+    return rebuilt(record, key=value) if part == "key" else rebuilt(record, value=value)
 
 
 def connect_value(schema: Mapping[str, Any], payload: Any) -> Any:
