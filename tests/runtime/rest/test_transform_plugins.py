@@ -62,6 +62,7 @@ def test_all_plugins_follow_the_connectors_by_type_then_class(http: httpx.Client
     assert ("org.apache.kafka.connect.storage.SimpleHeaderConverter", "converter") not in listed
     assert ("support.installed_transforms.UpperTopic", "transformation") in listed, "an installed transformation"
     assert ("support.installed_transforms.TopicIsUpper", "predicate") in listed, "an installed predicate"
+    assert ("headwater.reference_connectors.jdbc_cdc.unwrap.JdbcCdcUnwrap", "transformation") in listed
     assert len(listed) == len(others), "each class once per type"
 
 
@@ -71,6 +72,7 @@ def test_all_plugins_follow_the_connectors_by_type_then_class(http: httpx.Client
         (INSERT_FIELD, {"topic.field", "static.field", "static.value"}),
         ("InsertField$Value", {"topic.field", "static.field", "static.value"}),
         ("upper-topic", {"suffix"}),
+        ("jdbc-cdc-unwrap", {"delete.handling.mode", "add.fields"}),
         ("support.installed_transforms.UpperTopic", {"suffix"}),
         ("org.apache.kafka.connect.transforms.predicates.TopicNameMatches", {"pattern"}),
         ("org.apache.kafka.connect.json.JsonConverter", {"schemas.enable"}),
