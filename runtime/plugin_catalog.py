@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import Any
 
@@ -56,6 +57,7 @@ class PluginDesc:
         return found if isinstance(found, ConfigDef) else ConfigDef()
 
 
+@cache
 def _headwater_version() -> str | None:
     try:
         return version("headwater")
