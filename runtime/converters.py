@@ -294,6 +294,11 @@ _HEADER_CONVERTERS: dict[str, type] = {
     "simple": SimpleHeaderConverter,
     "org.apache.kafka.connect.storage.SimpleHeaderConverter": SimpleHeaderConverter,
 }
+BUILTIN_CONVERTERS: Mapping[str, type] = _CONVERTERS
+"""Each built-in converter by its short name and Kafka Connect's class name for it."""
+BUILTIN_HEADER_CONVERTERS: Mapping[str, type] = _HEADER_CONVERTERS
+"""Each built-in header-only converter by its short name and Kafka Connect's class name for it (every built-in
+converter is a header converter too)."""
 _HINT = "use bytes, string, json, a Kafka converter class name or a Python import path (package.module:Class)"
 
 

@@ -161,8 +161,9 @@ def _with_nulls(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[
     return errors
 
 
-def _config_info(key: ConfigKey, props: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
-    definition: dict[str, Any] = {
+def config_key_info(key: ConfigKey) -> dict[str, Any]:
+    """A key's definition in Kafka Connect's ``ConfigKeyInfo`` shape."""
+    return {
         "name": key.name,
         "type": key.type.value,
         "required": key.required,
@@ -175,6 +176,10 @@ def _config_info(key: ConfigKey, props: Mapping[str, Any], errors: list[str]) ->
         "display_name": key.display_name or key.name,
         "dependents": [],
     }
+
+
+def _config_info(key: ConfigKey, props: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    definition = config_key_info(key)
     raw = props.get(key.name)
     shown = None if raw is None else HIDDEN if key.type is Type.PASSWORD else config_string(raw)
     return {"definition": definition, "value": _value_info(key.name, shown, errors)}

@@ -1,5 +1,6 @@
-"""``/connector-plugins``: the installed connectors (entry-point group ``headwater.connectors``), their config
-keys, and validating a config against one of them (Kafka Connect's ``ConnectorPluginsResource``)."""
+"""``/connector-plugins``: the installed connectors (entry-point group ``headwater.connectors``) and, with
+``connectorsOnly=false``, the transformations, predicates and converters; each one's config keys, and validating a
+config against a connector (Kafka Connect's ``ConnectorPluginsResource``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, Response
 
 from headwater.runtime.errors import BadRequestError, NotFoundError
+from headwater.runtime.plugin_catalog import find_plugin, plugin_descs
 from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, installed_connectors, resolve_connector_class
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import responses
 from headwater.runtime.rest.views import string_config
-from headwater.runtime.validation import validate_connector_config
+from headwater.runtime.validation import config_key_info, validate_connector_config
 from headwater.sdk.connector import Connector
 from headwater.sdk.errors import ConfigError
 
@@ -58,17 +60,22 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
 
     @router.get("", responses=responses(list[schemas.PluginInfo]))
     def list_plugins(connectors_only: Annotated[bool, Query(alias="connectorsOnly")] = True) -> Response:
-        """The installed connectors (``connectorsOnly=false`` lists the same: converters and transforms are not
-        plugins here)."""
-        return JSONResponse(plugin_infos())
+        """The installed connectors; with ``connectorsOnly=false`` then the transformations, predicates,
+        converters and header converters (types ``transformation``, ``predicate``, ``converter``,
+        ``header_converter``)."""
+        others = [] if connectors_only else [desc.info() for desc in plugin_descs()]
+        return JSONResponse([*plugin_infos(), *others])
 
     @router.get("/{plugin}/config", responses=responses(list[schemas.ConfigKeyInfo], 200, 404))
     def plugin_config(plugin: str) -> Response:
-        """The connector's own config keys."""
+        """The plugin's own config keys: a connector's, or a transformation's, predicate's or converter's."""
         try:
             cls = resolve_connector_class(plugin, allowed_modules=allowed)
         except ConfigError as error:
-            raise NotFoundError(f"Unknown plugin {plugin}: {error.reason}") from None
+            other = find_plugin(plugin, allowed)
+            if other is None:
+                raise NotFoundError(f"Unknown plugin {plugin}: {error.reason}") from None
+            return JSONResponse([config_key_info(key) for key in other.config_def()])
         infos = validate_connector_config({"connector.class": plugin}, worker_config)["configs"]
         own = cls().config_def().keys
         return JSONResponse([info["definition"] for info in infos if info["definition"]["name"] in own])

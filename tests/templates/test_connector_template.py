@@ -40,21 +40,25 @@ def environment(path: Path) -> Path:
     return python
 
 
-def render(kind: str, output: Path) -> Path:
+def render(kind: str, output: Path, transformation: str = "no") -> Path:
     project = cookiecutter(
         str(TEMPLATE),
         no_input=True,
         output_dir=str(output),
-        extra_context={"connector_kind": kind, "connector_name": "Acme Orders"},
+        extra_context={
+            "connector_kind": kind,
+            "connector_name": "Acme Orders",
+            "include_transformation": transformation,
+        },
         default_config={"replay_dir": str(output / ".replay"), "cookiecutters_dir": str(output / ".templates")},
     )
     return Path(project)
 
 
-@pytest.mark.parametrize("kind", ["source", "sink"])
-def test_rendered_project_installs_and_its_tests_pass(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kind", "transformation"), [("source", "no"), ("sink", "no"), ("source", "yes")])
+def test_rendered_project_installs_and_its_tests_pass(kind: str, transformation: str, tmp_path: Path) -> None:
     started = time.monotonic()
-    project = render(kind, tmp_path)
+    project = render(kind, tmp_path, transformation)
     package = project / f"acme_orders_{kind}"
     assert project.name == f"acme-orders-{kind}"
     assert (package / f"{kind}.py").is_file() and not (
@@ -65,6 +69,11 @@ def test_rendered_project_installs_and_its_tests_pass(kind: str, tmp_path: Path)
         f'acme-orders-{kind} = "acme_orders_{kind}:AcmeOrders{kind.title()}Connector"'
         in (project / "pyproject.toml").read_text()
     )
+
+    transforms = package / "transforms.py", project / "tests" / "test_transforms.py"
+    assert [path.is_file() for path in transforms] == [transformation == "yes"] * 2
+    registered = f'acme-orders-{kind}-tag = "acme_orders_{kind}.transforms:AcmeOrdersTag"'
+    assert (registered in (project / "pyproject.toml").read_text()) == (transformation == "yes")
 
     python = environment(tmp_path / "env")
     run(python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", project)
@@ -77,4 +86,7 @@ def test_rendered_project_installs_and_its_tests_pass(kind: str, tmp_path: Path)
     assert summary.endswith(" passed") or " passed in " in summary, output
     assert not any(word in summary for word in ("failed", "error", "skipped")), output
     assert int(summary.split(" passed")[0].split()[-1]) >= 9, f"every conformance check runs: {summary}"
-    print(f"\n{kind}: rendered, installed and tested in {elapsed:.1f} s: {summary}")
+    if transformation == "yes":
+        alone = run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_transforms.py", cwd=project)
+        assert alone.strip().splitlines()[-1].startswith("5 passed"), alone
+    print(f"\n{kind} (transformation: {transformation}): rendered, installed and tested in {elapsed:.1f} s: {summary}")

@@ -32,7 +32,14 @@ def test_lists_the_installed_connectors(rest_worker: RestWorker) -> None:
         plugins
     )
     assert [plugin["class"] for plugin in plugins] == sorted(plugin["class"] for plugin in plugins)
-    assert rest_worker.http.get("/connector-plugins?connectorsOnly=false").json() == plugins
+    every = rest_worker.http.get("/connector-plugins?connectorsOnly=false").json()
+    assert every[: len(plugins)] == plugins, "the connectors first, then transformations, predicates, converters"
+    assert {plugin["type"] for plugin in every[len(plugins) :]} == {
+        "transformation",
+        "predicate",
+        "converter",
+        "header_converter",
+    }
 
 
 def test_plugin_config_lists_the_connectors_own_keys(rest_worker: RestWorker) -> None:
