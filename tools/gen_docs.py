@@ -184,6 +184,10 @@ EXAMPLES: dict[str, dict[str, str]] = {
     "InsertHeader": {"header": "origin", "value.literal": "shop-db"},
     "TopicNameMatches": {"pattern": "shop[.].*"},
     "HasHeaderKey": {"name": "trace-id"},
+    "Cast": {"spec": "amount:float64,quantity:int32"},
+    "Flatten": {"delimiter": "_"},
+    "TimestampConverter": {"field": "created_at", "target.type": "string", "format": "yyyy-MM-dd HH:mm:ss"},
+    "SetSchemaMetadata": {"schema.name": "com.example.Order", "schema.version": "2"},
 }
 """Settings of each built-in's example on docs/transforms.md, by its name without ``$Key``/``$Value``; a
 built-in without an entry gets none (tests/docs/test_transforms_doc.py builds each example's chain, so a built-in
