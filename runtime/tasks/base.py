@@ -140,7 +140,9 @@ class WorkerTask(ABC):
         self._wake.set()
 
     def cancel(self) -> None:
-        """The graceful timeout ran out: skip the final offset commit."""
+        """The graceful timeout ran out: skip the final offset commit, and report no state any more (its slot may
+        already run a new task of the same id, whose status this one must not overwrite; Kafka Connect's cancelled
+        tasks stay silent too)."""
         self._cancelled = True
 
     def shutdown(self) -> None:
@@ -218,6 +220,9 @@ class WorkerTask(ABC):
 
     def _set_state(self, state: State, trace: str | None = None) -> None:
         self.state = state
+        if self._cancelled:
+            log.info("task %s is %s after it was cancelled; not reported", self.id, state.value)
+            return
         if self._listener is not None:
             try:
                 self._listener(self.id, state, trace)
