@@ -85,18 +85,18 @@ def _errors(
     worker = DEFAULT_WORKER_CONFIG if worker_config is None else worker_config
     spec = props.get("connector.class")
     if not spec:
-        errors = _with_converters(CONNECTOR_CONFIG.errors(props), props, worker)
+        errors = CONNECTOR_CONFIG.errors(props)
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None, worker), props), {}
     try:
         cls = resolve_connector_class(spec, allowed_modules=worker[ALLOWED_MODULES])
         probe = _made(cls, spec)
         definition = connector_config_def(probe).merge(chain_definition(props, worker[ALLOWED_MODULES]))
     except ConfigError as error:
-        errors = _with_converters(CONNECTOR_CONFIG.errors(props), props, worker)
+        errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
         return CONNECTOR_CONFIG, _scrubbed(_with_refusals(errors, props, None, worker), props), {}
     kind = "sink" if isinstance(probe, SinkConnector) else "source"
-    errors = _with_converters(definition.errors(props), props, worker)
+    errors = definition.errors(props)
     # a connector may make clients from its config to check it (the mirror does): never with a refused setting
     if type(probe).validate is not Connector.validate and not client_refusals(props, worker):
         try:
@@ -114,14 +114,6 @@ def _errors(
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
     return definition, _scrubbed(_with_refusals(errors, props, kind, worker), props), unknown
-
-
-def _with_converters(
-    errors: dict[str, list[str]], props: Mapping[str, Any], worker: Mapping[str, Any]
-) -> dict[str, list[str]]:
-    for key, message in converter_errors(props, worker).items():
-        errors.setdefault(key, []).append(message)
-    return errors
 
 
 def _scrubbed(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -145,10 +137,12 @@ def _made(cls: type[Connector], spec: Any) -> Connector:
 def _with_refusals(
     errors: dict[str, list[str]], props: Mapping[str, Any], kind: str | None, worker_config: Mapping[str, Any]
 ) -> dict[str, list[str]]:
-    """The errors with the keys refused whatever the connector: keys Headwater does not implement yet, client
-    overrides the worker's policy does not allow, and client settings that load code or read local files."""
-    for key, message in refused_keys(props, kind).items():
-        errors.setdefault(key, []).append(message)
+    """The errors with the keys refused whatever the connector: keys Headwater does not implement yet, converters
+    that cannot be loaded or whose module the worker does not allow, client overrides the worker's policy does not
+    allow, and client settings that load code or read local files."""
+    for found in (refused_keys(props, kind), converter_errors(props, worker_config)):
+        for key, message in found.items():
+            errors.setdefault(key, []).append(message)
     for key, messages in client_refusals(props, worker_config).items():
         errors.setdefault(key, []).extend(messages)
     return _with_nulls(errors, props)

@@ -18,6 +18,7 @@ from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.storage.status import MemoryStatusStore, StatusStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.worker import Worker
+from headwater.runtime.worker_connector import WorkerConnector
 
 
 class StandaloneHerder(Herder):
@@ -43,9 +44,7 @@ class StandaloneHerder(Herder):
         thread makes one); record the topics the tasks used; report connectors whose ``start`` takes long."""
         with self.lock:
             for name, connector in list(self.worker.connectors.items()):
-                if connector.reconfiguration_requested.is_set():
-                    connector.reconfiguration_requested.clear()
-                    self._reconfigure(name)
+                self._serve_reconfiguration(name, connector)
             self.active_topics.track(list(self.worker.tasks.values()))
         self.worker.report_starting()
 
@@ -55,9 +54,14 @@ class StandaloneHerder(Herder):
         if connector is None or not connector.started.wait(wait_s):
             return
         with self.lock:
-            if self.worker.connectors.get(name) is connector and connector.reconfiguration_requested.is_set():
-                connector.reconfiguration_requested.clear()
-                self._reconfigure(name)
+            if self.worker.connectors.get(name) is connector:
+                self._serve_reconfiguration(name, connector)
+
+    def _serve_reconfiguration(self, name: str, connector: WorkerConnector) -> None:
+        """Reconfigure the connector's tasks if it asked for it (a connector whose ``start`` returned asks too)."""
+        if connector.reconfiguration_requested.is_set():
+            connector.reconfiguration_requested.clear()
+            self._reconfigure(name)
 
     def stop(self) -> None:
         with self.lock:
