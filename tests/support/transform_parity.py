@@ -14,6 +14,7 @@ from typing import Any
 
 from headwater.runtime.tasks.tolerance import StageFailed
 from headwater.runtime.transforms import build_chain
+from headwater.runtime.transforms.builtins.schemas import normalized
 from headwater.sdk.records import SinkRecord, SourceRecord
 from support.java_transforms import JavaTransforms, typed
 
@@ -110,3 +111,45 @@ def parity_row(name: str, config: Mapping[str, str], records: Sequence[Mapping[s
     ours, theirs = python_apply(config, records), java.apply(dict(config), list(records))
     agree = sum(comparable(a) == comparable(b) for a, b in zip(ours, theirs, strict=True))
     return f"| {name} | {len(records)} | {agree} |"
+
+
+SCHEMA_COMPARED = ("key", "value", "key_schema", "value_schema", "headers")
+"""What must be equal on both sides for records with schemas: the schemas too, as the JsonConverter writes them."""
+
+
+def _with_schemas(config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Headwater's key, value, schemas (normalized, as Kafka's side writes them) and headers; ``"error"`` for a
+    record a transformation raised on."""
+    stages = build_chain(config)
+    answers: list[Any] = []
+    try:
+        for given in records:
+            try:
+                out = stages.apply(to_record(given))
+            except StageFailed:
+                answers.append("error")
+                continue
+            found = None if out is None else {field: getattr(out, field) for field in SCHEMA_COMPARED}
+            if found is not None:
+                found["headers"] = [list(header) for header in found["headers"]]
+                for part in ("key_schema", "value_schema"):
+                    found[part] = None if found[part] is None else normalized(found[part])
+            answers.append(found)
+    finally:
+        stages.close()
+    return answers
+
+
+def assert_schema_parity(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> None:
+    """Both sides agree on every record's key, value, schemas and headers (a failure on one side must be one on
+    the other)."""
+    kafka: list[Any] = []
+    for out in java.apply(dict(config), list(records)):
+        if out is None or "error" in out:
+            kafka.append(out and "error")
+            continue
+        kafka.append({field: out.get(field) for field in SCHEMA_COMPARED})
+        kafka[-1]["headers"] = [list(header) for header in out["headers"]]
+    ours = _with_schemas(config, records)
+    for index, (mine, theirs) in enumerate(zip(ours, kafka, strict=True)):
+        assert typed(mine) == typed(theirs), f"record {index}:\n  Headwater: {mine!r}\n  Kafka:     {theirs!r}"

@@ -16,13 +16,11 @@ from typing import Any
 
 import pytest
 
-from headwater.runtime.tasks.tolerance import StageFailed
 from headwater.runtime.transforms import build_chain
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, RECORD_TRANSFORMATIONS
-from headwater.runtime.transforms.builtins.schemas import normalized
 from headwater.sdk.errors import ConfigError
-from support.java_transforms import JavaTransforms, TransformConfigError, typed
-from support.transform_parity import assert_parity, python_apply, to_record
+from support.java_transforms import JavaTransforms, TransformConfigError
+from support.transform_parity import assert_parity, assert_schema_parity, python_apply
 
 T = "org.apache.kafka.connect.transforms."
 P = T + "predicates."
@@ -384,43 +382,11 @@ def test_headwater_agrees_with_kafka(
     assert_parity(java_transforms, config, records)
 
 
-SCHEMA_COMPARED = ("key", "value", "key_schema", "value_schema", "headers")
-
-
-def _with_schemas(config: dict[str, str], records: list[dict[str, Any]]) -> list[Any]:
-    """Headwater's key, value, schemas (as the JsonConverter writes them, as Kafka's side does) and headers."""
-    stages = build_chain(config)
-    answers: list[Any] = []
-    for given in records:
-        try:
-            out = stages.apply(to_record(given))
-        except StageFailed:
-            answers.append("error")
-            continue
-        found = None if out is None else {field: getattr(out, field) for field in SCHEMA_COMPARED}
-        if found is not None:
-            found["headers"] = [list(header) for header in found["headers"]]
-            for part in ("key_schema", "value_schema"):
-                found[part] = None if found[part] is None else normalized(found[part])
-        answers.append(found)
-    stages.close()
-    return answers
-
-
 @pytest.mark.parametrize(("name", "config", "records"), SCHEMA_CASES, ids=_ids(SCHEMA_CASES))
 def test_headwater_agrees_with_kafka_on_schemas(
     java_transforms: JavaTransforms, name: str, config: dict[str, str], records: list[dict[str, Any]]
 ) -> None:
-    kafka: list[Any] = []
-    for out in java_transforms.apply(config, records):
-        if out is None or "error" in out:
-            kafka.append(out and "error")
-            continue
-        kafka.append({field: out.get(field) for field in SCHEMA_COMPARED})
-        kafka[-1]["headers"] = [list(header) for header in out["headers"]]
-    ours = _with_schemas(config, records)
-    for index, (mine, theirs) in enumerate(zip(ours, kafka, strict=True)):
-        assert typed(mine) == typed(theirs), f"record {index}:\n  Headwater: {mine!r}\n  Kafka:     {theirs!r}"
+    assert_schema_parity(java_transforms, config, records)
 
 
 @pytest.mark.parametrize(("name", "config"), CONFIG_ERRORS, ids=_ids(CONFIG_ERRORS))
