@@ -276,6 +276,13 @@ def passes_bytes_through(converter: Converter | HeaderConverter) -> bool:
     return isinstance(converter, ByteArrayConverter)
 
 
+def makes_unshared_values(converter: Converter) -> bool:
+    """Whether every key or value ``converter.to_connect`` returns is made by that call alone, nothing else holding
+    it (the built-in converters: JSON parses each message afresh, strings and bytes are immutable), so a task loop's
+    transformation chain may change its maps in place without copying them first."""
+    return isinstance(converter, (JsonConverter, StringConverter, ByteArrayConverter))
+
+
 def sends_header_bytes_through(converter: HeaderConverter) -> bool:
     """Whether a header converter writes a ``bytes`` header value as it is (``bytes``, and the default
     ``SimpleHeaderConverter``), so a source loop may send raw headers without calling it."""

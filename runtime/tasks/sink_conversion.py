@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import NamedTuple
 
-from headwater.runtime.converters import Converter, HeaderConverter, passes_bytes_through
+from headwater.runtime.converters import Converter, HeaderConverter, makes_unshared_values, passes_bytes_through
 from headwater.runtime.tasks.sink_context import ConvertedRecord
 from headwater.runtime.tasks.tolerance import ErrorHandler, Failure, Stage, StageFailed, class_name
 from headwater.runtime.transforms.chain import TransformationChain
@@ -58,6 +58,7 @@ class SinkConversion:
         self._retry = errors.retry()
         self._passthrough = passes_bytes_through(key_converter) and passes_bytes_through(value_converter)
         self._passthrough_headers = self._passthrough and passes_bytes_through(header_converter)
+        self._unshared = makes_unshared_values(key_converter) and makes_unshared_values(value_converter)
 
     def convert(self, records: Sequence[SinkRecord], messages: Sequence[Message]) -> Converted:
         """``records`` followed by ``messages`` converted (those that failed and were tolerated left out)."""
@@ -88,7 +89,7 @@ class SinkConversion:
             )
             if transforms:
                 try:
-                    transformed = transforms.apply(record, message)
+                    transformed = transforms.apply(record, message, True, self._unshared)
                 except StageFailed as failed:
                     retry_at = self.errors.retry_or_fail(failed.failure, self._retry)
                     if retry_at is not None:

@@ -8,11 +8,12 @@ skips (and dead-letters) or fails as the connector's ``errors.*`` keys say.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
 from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class_name
+from headwater.runtime.transforms.records import Rewriting, working_copy
 from headwater.sdk.transforms import Predicate, R, Transformation
 
 
@@ -25,29 +26,79 @@ class TransformStage(Generic[R]):
     predicate: Predicate[R] | None = None
     negate: bool = False
 
+    @property
+    def rewriting(self) -> Rewriting[R] | None:
+        """The transformation, when it is a built-in that rewrites a record the chain owns in place."""
+        return self.transformation if isinstance(self.transformation, Rewriting) else None
+
 
 class TransformationChain(Generic[R]):
     """The stages, applied in order; empty when the connector config names no transforms."""
 
     def __init__(self, stages: Sequence[TransformStage[R]] = ()) -> None:
         self.stages: list[TransformStage[R]] = list(stages)
+        self._steps: list[tuple[TransformStage[R], Rewriting[R] | None, str | None]] = [
+            (stage, stage.rewriting, _part(stage.rewriting)) for stage in self.stages
+        ]
+        if self.stages and all(rewriting and stage.predicate is None for stage, rewriting, _ in self._steps):
+            # the usual chain, built-ins only and unguarded: one copy, then every stage in place
+            self._rewrites: list[tuple[Callable[[R], R | None], TransformStage[R]]] = [
+                (rewriting.rewrite, stage) for stage, rewriting, _ in self._steps if rewriting
+            ]
+            self._maps = {part for _, _, part in self._steps}
+            self.apply = self._rewrite_all  # type: ignore[method-assign]
 
     def __bool__(self) -> bool:
         return bool(self.stages)
 
-    def apply(self, record: R, original: Any = None) -> R | None:
+    def apply(self, record: R, original: Any = None, owned: bool = False, maps_owned: bool = False) -> R | None:
         """``record`` through every stage; ``None`` when one dropped it. A stage that raises raises
-        :class:`StageFailed` for ``original`` (what the record arrived as; ``record`` itself by default)."""
-        for stage in self.stages:
+        :class:`StageFailed` for ``original`` (what the record arrived as; ``record`` itself by default).
+
+        ``record`` is never changed unless ``owned`` (the caller made it and hands it over: the sink loop's
+        converted records), when built-ins may change the record object itself in place; its key's and value's
+        maps too when ``maps_owned`` (a converter made them for this record alone), else the chain copies them
+        before changing them."""
+        given = record
+        owns_record, owns_key, owns_value = owned, maps_owned, maps_owned
+        for stage, rewriting, part in self._steps:
             guard = stage.predicate
             try:
                 if guard is not None and guard.test(record) == stage.negate:
                     continue
-                transformed = stage.transformation.apply(record)
+                if rewriting is None:
+                    transformed = stage.transformation.apply(record)
+                    owns_record = owns_key = owns_value = False  # what it returns may be shared
+                else:
+                    if not owns_record or (part == "value" and not owns_value) or (part == "key" and not owns_key):
+                        record = working_copy(record, part, owns_record)
+                        owns_record = True
+                        owns_key, owns_value = owns_key or part == "key", owns_value or part == "value"
+                    transformed = rewriting.rewrite(record)
             except Exception as error:
-                executing = f"{class_name(stage.transformation)} (alias {stage.alias})"
-                failed = original if original is not None else record
-                raise StageFailed(Failure(Stage.TRANSFORMATION, executing, error, failed)) from error
+                raise _failed(stage, error, original if original is not None else given) from error
+            if transformed is None:
+                return None
+            record = transformed
+        return record
+
+    def _rewrite_all(self, record: R, original: Any = None, owned: bool = False, maps_owned: bool = False) -> R | None:
+        """:meth:`apply` for a chain of unguarded :class:`Rewriting` stages: the record and the maps they change
+        copied once (what the caller does not hand over), then each stage in place."""
+        given = record
+        if maps_owned:
+            if not owned:
+                record = working_copy(record, None)
+        else:
+            maps = self._maps
+            record = working_copy(record, "value" if "value" in maps else None, owned)
+            if "key" in maps:
+                record = working_copy(record, "key", True)
+        for rewrite, stage in self._rewrites:
+            try:
+                transformed = rewrite(record)
+            except Exception as error:
+                raise _failed(stage, error, original if original is not None else given) from error
             if transformed is None:
                 return None
             record = transformed
@@ -64,3 +115,12 @@ class TransformationChain(Generic[R]):
 
     def __repr__(self) -> str:
         return f"TransformationChain({[stage.alias for stage in self.stages]})"
+
+
+def _failed(stage: TransformStage[Any], error: Exception, record: Any) -> StageFailed:
+    executing = f"{class_name(stage.transformation)} (alias {stage.alias})"
+    return StageFailed(Failure(Stage.TRANSFORMATION, executing, error, record))
+
+
+def _part(rewriting: Rewriting[Any] | None) -> str | None:
+    return None if rewriting is None else rewriting.rewritten_part

@@ -1,15 +1,17 @@
 """A transformed record, made fast: :func:`rebuilt` is ``dataclasses.replace`` for the record classes the task
 loops hand to transformations, at a fifth of its cost (it calls the class with every field in place, without
-looking the fields up), since a chain makes a new record per transformation per record."""
+looking the fields up), since a chain makes a new record per transformation per record; and :class:`Rewriting`, the
+built-ins that change a record the chain owns in place instead, so that a chain of them copies a record once."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any, ClassVar, cast
 
 from headwater.runtime.tasks.sink_context import ConvertedRecord
 from headwater.sdk.records import SinkRecord, SourceRecord
-from headwater.sdk.transforms import R
+from headwater.sdk.transforms import R, Transformation
 
 SAME: Any = object()
 """The default of every :func:`rebuilt` argument: keep the record's own."""
@@ -115,3 +117,62 @@ def with_value(record: R, value: Any) -> R:
     else:
         made = _rebuilt(rec, SAME, SAME, value, SAME, SAME, SAME, SAME)
     return cast(R, made)
+
+
+def working_copy(record: R, part: str | None, record_owned: bool = False) -> R:
+    """``record`` made the caller's to change in place: a copy of it (unless ``record_owned``) whose ``part``
+    (``key`` or ``value``, when given and a map) is a copy of its map too. Nested values stay shared."""
+    if not record_owned:
+        record = cast(R, _copied(record) if type(record) is SourceRecord else _rebuilt(record, *_NOTHING_CHANGED))
+    if part == "value":
+        value = record.value
+        if type(value) is dict:
+            record.value = value.copy()
+        elif isinstance(value, Mapping):
+            record.value = dict(value)
+    elif part == "key":
+        key = record.key
+        if type(key) is dict:
+            record.key = key.copy()
+        elif isinstance(key, Mapping):
+            record.key = dict(key)
+    return record
+
+
+_NOTHING_CHANGED = (SAME,) * 7
+_new = object.__new__
+
+
+def _copied(record: SourceRecord) -> SourceRecord:
+    """A copy of a source record, at half the cost of calling the class (which weighs its defaults)."""
+    made: SourceRecord = _new(SourceRecord)
+    made.source_partition, made.source_offset, made.topic = record.source_partition, record.source_offset, record.topic
+    made.value, made.key, made.partition, made.timestamp = record.value, record.key, record.partition, record.timestamp
+    made.headers, made.key_schema, made.value_schema = record.headers, record.key_schema, record.value_schema
+    return made
+
+
+class Rewriting(Transformation[R]):
+    """A built-in transformation that changes, in place, a record its chain owns: the chain copies a record once
+    (:func:`working_copy`) before the first of a run of these, rather than each of them making a new record, which
+    is most of what a transformation costs in Python (the task loops' throughput goal, ``bench/transforms.py``).
+
+    :meth:`rewrite` may set the record's fields and, when :attr:`rewrites_map` is true, add, replace and remove the
+    entries of the top-level map of its :attr:`part` (``key`` or ``value``); it never changes a nested value, a
+    header list or anything else the record shares. It returns the record, ``None`` to drop it, or a new record
+    whose key and value maps are again the chain's own. :meth:`apply`, what everyone else calls, rewrites a
+    working copy, so both paths are one implementation and the given record is never changed."""
+
+    rewrites_map: ClassVar[bool] = False
+    """Whether :meth:`rewrite` changes the entries of the map of :attr:`part` (which the chain then copies first)."""
+
+    @property
+    def rewritten_part(self) -> str | None:
+        """``key`` or ``value``: the part whose top-level map :meth:`rewrite` changes; ``None`` for none."""
+        return getattr(self, "part", None) if self.rewrites_map else None
+
+    def rewrite(self, record: R) -> R | None:
+        raise NotImplementedError
+
+    def apply(self, record: R) -> R | None:
+        return self.rewrite(working_copy(record, self.rewritten_part))

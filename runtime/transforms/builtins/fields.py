@@ -3,7 +3,7 @@ InsertField, ReplaceField, HoistField, ExtractField, ValueToKey (and MaskField, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.runtime.transforms.builtins.parts import (
@@ -14,7 +14,7 @@ from headwater.runtime.transforms.builtins.parts import (
     require_sink_record,
 )
 from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
-from headwater.runtime.transforms.records import rebuilt
+from headwater.runtime.transforms.records import Rewriting, rebuilt
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.records import SourceRecord
@@ -48,7 +48,7 @@ def _removed(replacement: str) -> Any:
     return check
 
 
-class InsertField(KeyOrValue[R]):
+class InsertField(KeyOrValue[R], Rewriting[R]):
     """Insert the record's topic, partition, offset, timestamp or a static value as fields of the key or value map
     (replacing fields of the same names). A tombstone passes unchanged; a key or value that is not a map is refused.
     """
@@ -107,30 +107,51 @@ class InsertField(KeyOrValue[R]):
         self.offset_field, self.timestamp_field = name("offset.field"), name("timestamp.field")
         self.static_field, self.static_value = name("static.field"), config.get("static.value")
         fields = (self.topic_field, self.partition_field, self.offset_field, self.timestamp_field, self.static_field)
+        self._from_record = any(field is not None for field in fields[:4])
+        if not self._from_record:
+            self.rewrite = self._static_rewrite(self.rewrite)  # type: ignore[method-assign,assignment]
         if all(field is None for field in fields):
             raise ConfigError("topic.field", None, "No field insertion configured")
         if self.static_field is not None and self.static_value is None:
             raise ConfigError("static.value", None, "No value specified for static field: " + self.static_field)
 
-    def apply(self, record: R) -> R | None:
-        value = self.schemaless_value(record)
-        if value is None:
+    rewrites_map = True
+
+    def _static_rewrite(self, general: Callable[[R], R | None]) -> Callable[[R], R | None]:
+        """:meth:`rewrite` for a static field alone, as a function with the settings at hand (looking them up is
+        most of what it costs per record); a record whose part is not a schemaless map goes to ``general``."""
+        field, static, value_part = self.static_field, self.static_value, self.part == "value"
+
+        def rewrite(record: Any) -> Any:
+            fields = record.value if value_part else record.key
+            if type(fields) is not dict or (
+                type(record) is SourceRecord and (record.value_schema if value_part else record.key_schema) is not None
+            ):
+                return general(record)
+            fields[field] = static
+            return record
+
+        return rewrite
+
+    def rewrite(self, record: R) -> R | None:
+        updated = self.owned_map(record, self.PURPOSE)
+        if updated is None:
             return record  # a tombstone passes as it is
-        updated = dict(require_map(value, self.PURPOSE))
-        if self.topic_field is not None:
-            updated[self.topic_field] = record.topic
-        if self.partition_field is not None and record.partition is not None:
-            updated[self.partition_field] = record.partition
-        if self.offset_field is not None:
-            updated[self.offset_field] = require_sink_record(record, self.PURPOSE).offset
-        if self.timestamp_field is not None and record.timestamp is not None:
-            updated[self.timestamp_field] = record.timestamp
+        if self._from_record:
+            if self.topic_field is not None:
+                updated[self.topic_field] = record.topic
+            if self.partition_field is not None and record.partition is not None:
+                updated[self.partition_field] = record.partition
+            if self.offset_field is not None:
+                updated[self.offset_field] = require_sink_record(record, self.PURPOSE).offset
+            if self.timestamp_field is not None and record.timestamp is not None:
+                updated[self.timestamp_field] = record.timestamp
         if self.static_field is not None:
             updated[self.static_field] = self.static_value
-        return self.new_record(record, updated)
+        return record
 
 
-class ReplaceField(KeyOrValue[R]):
+class ReplaceField(KeyOrValue[R], Rewriting[R]):
     """Keep, drop and rename fields of the key or value map: a field is kept when it is not excluded and
     ``include`` is empty or names it, then renamed. A tombstone passes unchanged; a key or value that is not a map
     is refused."""
@@ -175,28 +196,64 @@ class ReplaceField(KeyOrValue[R]):
             )
         )
 
+    rewrites_map = True
+
     def configure(self, config: Mapping[str, Any]) -> None:
         self.exclude = set(config.get("exclude") or [])
         self.include = set(config.get("include") or [])
         self.renames = dict(java_split(item, ":") for item in config.get("renames") or [])
+        targets = list(self.renames.values())
+        # renames that can run one after another in place: no name both renamed and a new name, no new name twice
+        self._renamed_in_place = not set(targets) & self.renames.keys() and len(set(targets)) == len(targets)
+        if not self.include and self._renamed_in_place:
+            self.rewrite = self._usual_rewrite(self.rewrite)  # type: ignore[method-assign,assignment]
 
-    def apply(self, record: R) -> R | None:
-        value = self.schemaless_value(record)
-        if value is None:
+    def _usual_rewrite(self, general: Callable[[R], R | None]) -> Callable[[R], R | None]:
+        """:meth:`rewrite` for the usual settings (no include, renames that can run one after another), as a
+        function with the settings at hand: looking them up is most of what it costs per record. A record it
+        does not change in place (not a schemaless map; a rename onto a kept field) goes to ``general``."""
+        drop, moves, value_part = tuple(self.exclude), tuple(self.renames.items()), self.part == "value"
+
+        def rewrite(record: Any) -> Any:
+            fields = record.value if value_part else record.key
+            if type(fields) is not dict or (
+                type(record) is SourceRecord and (record.value_schema if value_part else record.key_schema) is not None
+            ):
+                return general(record)
+            for name in drop:
+                if name in fields:
+                    del fields[name]
+            for old, new in moves:
+                if old in fields:
+                    if new in fields:
+                        return general(record)
+                    fields[new] = fields.pop(old)
             return record
-        fields = require_map(value, self.PURPOSE)
+
+        return rewrite
+
+    def rewrite(self, record: R) -> R | None:
+        fields = self.owned_map(record, self.PURPOSE)
+        if fields is None:
+            return record
         exclude, include, renames = self.exclude, self.include, self.renames
-        if include:
-            kept = {
-                renames.get(name, name): field
-                for name, field in fields.items()
-                if name in include and name not in exclude
-            }
-        elif renames:
-            kept = {renames.get(name, name): field for name, field in fields.items() if name not in exclude}
-        else:
-            kept = {name: field for name, field in fields.items() if name not in exclude}
-        return self.new_record(record, kept)
+        if not include and self._renamed_in_place:
+            for name in exclude:
+                fields.pop(name, None)
+            for old, new in renames.items():
+                if old in fields:
+                    if new in fields:  # a rename onto a kept field: Kafka keeps either; keep the map's last
+                        break
+                    fields[new] = fields.pop(old)
+            else:
+                return record
+        kept = {
+            renames.get(name, name): field
+            for name, field in fields.items()
+            if name not in exclude and (not include or name in include)
+        }
+        self.set_part(record, kept)
+        return record
 
 
 def _renames(key: str, value: Any) -> None:
@@ -205,7 +262,7 @@ def _renames(key: str, value: Any) -> None:
             raise ConfigError(key, ",".join(value), f"Invalid rename mapping: {item}")
 
 
-class HoistField(KeyOrValue[R]):
+class HoistField(KeyOrValue[R], Rewriting[R]):
     """Wrap the key or value, whatever it is (a tombstone's null too), in a map with one field."""
 
     def config_def(self) -> ConfigDef:
@@ -220,8 +277,9 @@ class HoistField(KeyOrValue[R]):
     def configure(self, config: Mapping[str, Any]) -> None:
         self.field = config["field"]
 
-    def apply(self, record: R) -> R | None:
-        return self.new_record(record, {self.field: self.schemaless_value(record)})
+    def rewrite(self, record: R) -> R | None:
+        self.set_part(record, {self.field: self.schemaless_value(record)})
+        return record
 
 
 class ExtractField(KeyOrValue[R]):

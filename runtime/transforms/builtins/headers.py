@@ -8,10 +8,10 @@ from typing import Any
 from headwater.runtime.transforms.builtins.literals import UntypableLiteral, parse_literal
 from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, require_map
 from headwater.runtime.transforms.builtins.schemas import connect_value, normalized, operating_schema, with_schema
-from headwater.runtime.transforms.records import rebuilt
+from headwater.runtime.transforms.records import Rewriting, rebuilt
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
-from headwater.sdk.transforms import R, Transformation
+from headwater.sdk.transforms import R
 
 
 def _non_empty(key: str, value: Any) -> None:
@@ -19,7 +19,7 @@ def _non_empty(key: str, value: Any) -> None:
         raise ConfigError(key, value, "Empty list")
 
 
-class DropHeaders(Transformation[R]):
+class DropHeaders(Rewriting[R]):
     """Remove every header with one of the given names."""
 
     def config_def(self) -> ConfigDef:
@@ -30,11 +30,12 @@ class DropHeaders(Transformation[R]):
     def configure(self, config: Mapping[str, Any]) -> None:
         self.names = set(config["headers"])
 
-    def apply(self, record: R) -> R | None:
-        return rebuilt(record, headers=tuple(header for header in record.headers if header[0] not in self.names))
+    def rewrite(self, record: R) -> R | None:
+        record.headers = tuple(header for header in record.headers if header[0] not in self.names)
+        return record
 
 
-class InsertHeader(Transformation[R]):
+class InsertHeader(Rewriting[R]):
     """Add a header with a literal value."""
 
     def config_def(self) -> ConfigDef:
@@ -55,8 +56,9 @@ class InsertHeader(Transformation[R]):
                 f"Headwater cannot type this literal as Kafka Connect does: {error}",
             ) from None
 
-    def apply(self, record: R) -> R | None:
-        return rebuilt(record, headers=(*record.headers, (self.header, self.value)))
+    def rewrite(self, record: R) -> R | None:
+        record.headers = (*record.headers, (self.header, self.value))
+        return record
 
 
 class HeaderFrom(KeyOrValue[R]):

@@ -72,6 +72,31 @@ class KeyOrValue(Transformation[R]):
             require_schemaless(record, "value", type(self).__qualname__)
         return record.value
 
+    def owned_map(self, record: R, purpose: str) -> dict[str, Any] | None:
+        """The map of :attr:`part` of a record the chain owns (:class:`.Rewriting`), to change in place; ``None``
+        for a tombstone; refused as :meth:`schemaless_value` and :func:`require_map` refuse."""
+        if self.part == "value":
+            value = record.value
+            if type(value) is dict and (type(record) is not SourceRecord or record.value_schema is None):
+                return value
+        else:
+            value = record.key
+            if type(value) is dict and (type(record) is not SourceRecord or record.key_schema is None):
+                return value
+        value = self.schemaless_value(record)
+        return None if value is None else require_map(value, purpose)  # type: ignore[return-value]
+
+    def set_part(self, record: R, updated: Any) -> None:
+        """:meth:`new_record` in place, for a record the caller owns (:class:`.Rewriting`)."""
+        if self.part == "key":
+            record.key = updated
+            if isinstance(record, SourceRecord):
+                record.key_schema = None
+        else:
+            record.value = updated
+            if isinstance(record, SourceRecord):
+                record.value_schema = None
+
     def new_record(self, record: R, updated: Any) -> R:
         """The record with :attr:`part` replaced by ``updated`` (and, for a source record, its schema dropped:
         schemaless values carry none)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from headwater.runtime.transforms.builtins.dates import JavaDateFormat
 from headwater.runtime.transforms.builtins.parts import DataError
-from headwater.runtime.transforms.records import rebuilt
+from headwater.runtime.transforms.records import Rewriting
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R, Transformation
@@ -156,7 +156,7 @@ ROUTES_KEPT = 10_000
 each again is most of what a chain costs per record."""
 
 
-class RegexRouter(Transformation[R]):
+class RegexRouter(Rewriting[R]):
     """Rename the topic of records whose topic matches ``regex`` (all of it): the first match of ``regex`` in the
     topic is replaced by ``replacement``, as Kafka Connect does (``a|ab`` turns ``ab`` into the replacement then
     ``b``). Headwater refuses at configuration a replacement Kafka Connect would fail on at each matching record."""
@@ -189,7 +189,7 @@ class RegexRouter(Transformation[R]):
         except ValueError as error:
             raise ConfigError("replacement", config["replacement"], str(error)) from None
 
-    def apply(self, record: R) -> R | None:
+    def rewrite(self, record: R) -> R | None:
         topic = record.topic
         routed = self._routed.get(topic)
         if routed is None:
@@ -197,7 +197,8 @@ class RegexRouter(Transformation[R]):
             if len(self._routed) >= ROUTES_KEPT:
                 self._routed.clear()
             self._routed[topic] = routed
-        return record if routed == topic else rebuilt(record, topic=routed)
+        record.topic = routed
+        return record
 
     def _route(self, topic: str) -> str:
         """The topic's new name (itself when the regex does not match all of it)."""
@@ -217,7 +218,7 @@ def _date_format(key: str, value: Any) -> None:
         raise ConfigError(key, value, str(error)) from None
 
 
-class TimestampRouter(Transformation[R]):
+class TimestampRouter(Rewriting[R]):
     """Rename the topic to ``topic.format`` with ``${topic}`` and ``${timestamp}`` (the record's timestamp in
     ``timestamp.format``, UTC) replaced."""
 
@@ -247,12 +248,12 @@ class TimestampRouter(Transformation[R]):
         self.topic_format = config["topic.format"]
         self.timestamp_format = JavaDateFormat(config["timestamp.format"])
 
-    def apply(self, record: R) -> R | None:
+    def rewrite(self, record: R) -> R | None:
         if record.timestamp is None:
             raise DataError(f"Timestamp missing on record: {record!r}")
         stamp = self.timestamp_format.format(record.timestamp)
-        topic = self.topic_format.replace("${topic}", record.topic).replace("${timestamp}", stamp)
-        return rebuilt(record, topic=topic)
+        record.topic = self.topic_format.replace("${topic}", record.topic).replace("${timestamp}", stamp)
+        return record
 
 
 class Filter(Transformation[R]):
