@@ -7,8 +7,9 @@ eight fields (schemaless JSON value converter, string keys), once without transf
 beforehand as JSON, converts them and hands them to a task that counts them, once without and once with the same
 chain. Both sides run over the in-memory transport on a virtual clock; each measurement runs ``--repeat`` times,
 alternating, and the best run of each counts. Times are this process's CPU time (the loops run on one thread and,
-in memory, never wait), so other work on the machine moves both sides less than it would wall-clock times. The last line printed is ``source_ratio=<x> sink_ratio=<y>``: records/s
-with the chain divided by records/s without it (the goal is at least 0.8: the chain costs at most 20%).
+in memory, never wait), so other work on the machine moves both sides less than it would wall-clock times. The
+last line printed is ``source_ratio=<x> sink_ratio=<y>``: records/s with the chain divided by records/s without it
+(the goal is at least 0.8: the chain costs at most 20%).
 
 Run it with::
 
