@@ -5,7 +5,8 @@
 answers in the same shape as :meth:`support.java_transforms.JavaTransforms.apply`: the output record, ``None`` for
 a dropped one, ``{"error": ...}`` for one a transformation raised on. :func:`assert_parity` compares the two sides
 record by record (topic, partition, key, value, timestamp, headers, with :func:`~support.java_transforms.typed`
-values, so 1, 1.0 and True differ), and :func:`parity_row` says how one case went, for the report table."""
+values, so 1, 1.0 and True differ);
+:func:`pairs` and :func:`schema_pairs` give both sides' answers for the report (``support.parity_report``)."""
 
 from __future__ import annotations
 
@@ -106,13 +107,6 @@ def assert_parity(
     return ours
 
 
-def parity_row(name: str, config: Mapping[str, str], records: Sequence[Mapping[str, Any]], java: JavaTransforms) -> str:
-    """One row of the report table: the case, how many records, how many agree."""
-    ours, theirs = python_apply(config, records), java.apply(dict(config), list(records))
-    agree = sum(comparable(a) == comparable(b) for a, b in zip(ours, theirs, strict=True))
-    return f"| {name} | {len(records)} | {agree} |"
-
-
 SCHEMA_COMPARED = ("key", "value", "key_schema", "value_schema", "headers")
 """What must be equal on both sides for records with schemas: the schemas too, as the JsonConverter writes them."""
 
@@ -140,9 +134,9 @@ def _with_schemas(config: Mapping[str, str], records: Sequence[Mapping[str, Any]
     return answers
 
 
-def assert_schema_parity(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> None:
-    """Both sides agree on every record's key, value, schemas and headers (a failure on one side must be one on
-    the other)."""
+def schema_pairs(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """For each record, Headwater's and Kafka's key, value, schemas and headers (``"error"`` for a failure, ``None``
+    for a dropped record), typed so that equal pairs agree."""
     kafka: list[Any] = []
     for out in java.apply(dict(config), list(records)):
         if out is None or "error" in out:
@@ -151,5 +145,17 @@ def assert_schema_parity(java: JavaTransforms, config: Mapping[str, str], record
         kafka.append({field: out.get(field) for field in SCHEMA_COMPARED})
         kafka[-1]["headers"] = [list(header) for header in out["headers"]]
     ours = _with_schemas(config, records)
-    for index, (mine, theirs) in enumerate(zip(ours, kafka, strict=True)):
-        assert typed(mine) == typed(theirs), f"record {index}:\n  Headwater: {mine!r}\n  Kafka:     {theirs!r}"
+    return [(typed(mine), typed(theirs)) for mine, theirs in zip(ours, kafka, strict=True)]
+
+
+def assert_schema_parity(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> None:
+    """Both sides agree on every record's key, value, schemas and headers (a failure on one side must be one on
+    the other)."""
+    for index, (mine, theirs) in enumerate(schema_pairs(java, config, records)):
+        assert mine == theirs, f"record {index}:\n  Headwater: {mine!r}\n  Kafka:     {theirs!r}"
+
+
+def pairs(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """For each record, Headwater's and Kafka's :func:`comparable` answers."""
+    ours, theirs = python_apply(config, records), java.apply(dict(config), list(records))
+    return [(comparable(mine), comparable(kafka)) for mine, kafka in zip(ours, theirs, strict=True)]
