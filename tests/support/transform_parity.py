@@ -140,11 +140,19 @@ def _with_schemas(config: Mapping[str, str], records: Sequence[Mapping[str, Any]
     return answers
 
 
-def assert_schema_parity(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> None:
+def assert_schema_parity(
+    java: JavaTransforms,
+    config: Mapping[str, str],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    converter: Mapping[str, str] | None = None,
+) -> None:
     """Both sides agree on every record's key, value, schemas and headers (a failure on one side must be one on
-    the other)."""
+    the other). ``converter`` holds settings of Kafka's JsonConverter, which reads the records and writes the
+    output: ``{"replace.null.with.default": "false"}`` keeps nulls where a schema has a default, as Headwater's
+    payloads keep them."""
     kafka: list[Any] = []
-    for out in java.apply(dict(config), list(records)):
+    for out in java.apply(dict(config), list(records), converter=converter):
         if out is None or "error" in out:
             kafka.append(out and "error")
             continue
