@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
+from headwater.runtime.tasks.tolerance import StageFailed
 from headwater.runtime.transforms import build_chain
+from headwater.runtime.transforms.builtins.parts import DataError
 from headwater.sdk.records import SourceRecord
 from support.java_transforms import JavaTransforms
 from support.parity_cases import Case, chain, source
@@ -336,3 +338,14 @@ def test_flatten_passes_a_struct_default_down() -> None:
         ("inner.b", True, "z"),
         ("other.c", True, 1),
     ]
+
+
+def test_cast_refuses_the_fields_of_a_struct_with_a_default() -> None:
+    """Kafka Connect's Cast casts a schema's default with the schema, and cannot cast a struct: the fields of a
+    struct with a default cannot be cast (not sent through Kafka's JsonConverter, which refuses such a schema)."""
+    schema = {**SCHEMA, "optional": True, "default": {"a": 1}}
+    record = SourceRecord(None, None, "t", {"a": 1}, None, None, 0, (), None, schema)
+    with pytest.raises(StageFailed) as failed:
+        build_chain(chain("Cast$Value", {"spec": "a:int8"})).apply(record)
+    assert isinstance(failed.value.failure.error, DataError)
+    assert "does not support casting from STRUCT" in str(failed.value.failure.error)
