@@ -217,15 +217,23 @@ class JavaTransforms:
         atexit.register(self.close)
 
     def apply(
-        self, config: Mapping[str, str], records: Sequence[Mapping[str, Any]], *, header_schemas: bool = False
+        self,
+        config: Mapping[str, str],
+        records: Sequence[Mapping[str, Any]],
+        *,
+        header_schemas: bool = False,
+        converter: Mapping[str, str] | None = None,
     ) -> list[dict[str, Any] | None]:
         """Each record run through the chain ``config`` describes: the output record, None when dropped, or
-        ``{"error": ...}``. Raises :class:`TransformConfigError` when the chain cannot be built and
-        :class:`JavaTransformsError` when the driver fails."""
+        ``{"error": ...}`` (also when the JsonConverter refuses the output). ``converter`` holds JsonConverter
+        settings for this request, such as ``{"replace.null.with.default": "false"}``. Raises
+        :class:`TransformConfigError` when the chain cannot be built and :class:`JavaTransformsError` when the
+        driver fails."""
         request = {
             "transforms": dict(config),
             "records": [encode_record(record) for record in records],
             "header_schemas": header_schemas,
+            "converter": dict(converter or {}),
         }
         response = self.request(request)
         if "config_error" in response:

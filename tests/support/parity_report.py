@@ -40,22 +40,35 @@ def _kind(config: dict[str, str]) -> str:
     return kind
 
 
-def cases() -> list[tuple[str, bool, dict[str, str], list[dict[str, Any]]]]:
-    """(transformation, with schemas, config, records) for every parity case."""
+def cases() -> list[tuple[str, bool, dict[str, str], list[dict[str, Any]], dict[str, str] | None]]:
+    """(transformation, with schemas, config, records, Kafka's JsonConverter settings) for every parity case, once
+    (a list that gathers others is not counted twice). A case is one with schemas when a record of it has one; a
+    module's ``SCHEMA_CONVERTER`` gives the converter settings its schema cases run with."""
     found = []
+    seen: set[tuple[int, int]] = set()
     for path in sorted(TESTS.glob("test_parity_*.py")):
         module = _module(path)
+        converter = getattr(module, "SCHEMA_CONVERTER", None)
         for name, value in vars(module).items():
-            if name.endswith("CASES") and isinstance(value, list):
-                found += [(_kind(config), "SCHEMA" in name, config, records) for _, config, records in value]
+            if not (name.endswith("CASES") and isinstance(value, list)):
+                continue
+            for _, config, records in value:
+                if (id(config), id(records)) in seen:
+                    continue
+                seen.add((id(config), id(records)))
+                schemas = any(record.get("key_schema") or record.get("value_schema") for record in records)
+                found.append((_kind(config), schemas, config, records, converter if schemas else None))
     return found
 
 
 def main() -> None:
     totals: dict[tuple[str, bool], list[int]] = defaultdict(lambda: [0, 0, 0])
     with JavaTransforms.start() as java:
-        for kind, schemas, config, records in cases():
-            answers = (schema_pairs if schemas else pairs)(java, config, records)
+        for kind, schemas, config, records, converter in cases():
+            if schemas:
+                answers = schema_pairs(java, config, records, converter=converter)
+            else:
+                answers = pairs(java, config, records)
             row = totals[kind, schemas]
             row[0] += 1
             row[1] += len(records)

@@ -134,11 +134,19 @@ def _with_schemas(config: Mapping[str, str], records: Sequence[Mapping[str, Any]
     return answers
 
 
-def schema_pairs(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> list[Any]:
+def schema_pairs(
+    java: JavaTransforms,
+    config: Mapping[str, str],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    converter: Mapping[str, str] | None = None,
+) -> list[Any]:
     """For each record, Headwater's and Kafka's key, value, schemas and headers (``"error"`` for a failure, ``None``
-    for a dropped record), typed so that equal pairs agree."""
+    for a dropped record), typed so that equal pairs agree. ``converter`` holds settings of Kafka's JsonConverter,
+    which reads the records and writes the output: ``{"replace.null.with.default": "false"}`` keeps nulls where a
+    schema has a default, as Headwater's payloads keep them."""
     kafka: list[Any] = []
-    for out in java.apply(dict(config), list(records)):
+    for out in java.apply(dict(config), list(records), converter=converter):
         if out is None or "error" in out:
             kafka.append(out and "error")
             continue
@@ -148,10 +156,16 @@ def schema_pairs(java: JavaTransforms, config: Mapping[str, str], records: Seque
     return [(typed(mine), typed(theirs)) for mine, theirs in zip(ours, kafka, strict=True)]
 
 
-def assert_schema_parity(java: JavaTransforms, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> None:
+def assert_schema_parity(
+    java: JavaTransforms,
+    config: Mapping[str, str],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    converter: Mapping[str, str] | None = None,
+) -> None:
     """Both sides agree on every record's key, value, schemas and headers (a failure on one side must be one on
-    the other)."""
-    for index, (mine, theirs) in enumerate(schema_pairs(java, config, records)):
+    the other); ``converter`` as for :func:`schema_pairs`."""
+    for index, (mine, theirs) in enumerate(schema_pairs(java, config, records, converter=converter)):
         assert mine == theirs, f"record {index}:\n  Headwater: {mine!r}\n  Kafka:     {theirs!r}"
 
 

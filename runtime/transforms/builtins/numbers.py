@@ -1,7 +1,7 @@
 """Java's number rules where Kafka Connect's transformations rely on them: parsing text (``Long.parseLong``,
 ``Double.parseDouble``, ``new BigDecimal``, ``Boolean.parseBoolean``), narrowing to Java's integer widths, float32
-rounding, and ``Double.toString``. Python's own parsers accept more (``1_0``, `` 5``, ``inf``); a transformation
-that must refuse what Kafka refuses uses these."""
+rounding, ``Double.toString`` and ``Float.toString``. Python's own parsers accept more (``1_0``, `` 5``, ``inf``);
+a transformation that must refuse what Kafka refuses uses these."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import decimal
 import math
 import re
 import struct
+from collections.abc import Callable
 
 INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 """The width of each of Kafka Connect's integer types."""
@@ -106,9 +107,13 @@ def java_double_string(value: float) -> str:
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign = "-" if value < 0 else ""
-    digits, exponent = _shortest(abs(value))
-    if 1e-3 <= abs(value) < 1e7:
+    digits, exponent = _shortest(abs(value), lambda text: float(text) == abs(value))
+    return _java_notation("-" if value < 0 else "", abs(value), digits, exponent)
+
+
+def _java_notation(sign: str, magnitude: float, digits: str, exponent: int) -> str:
+    """Java's ``toString`` of a number with these significant digits: plain for magnitudes in [10^-3, 10^7)."""
+    if 1e-3 <= magnitude < 1e7:
         point = exponent + 1
         if point <= 0:
             return f"{sign}0.{'0' * -point}{digits}"
@@ -117,12 +122,22 @@ def java_double_string(value: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
 
 
-def _shortest(value: float) -> tuple[str, int]:
-    """The shortest significant digits of a positive double, and the exponent of the first one."""
+def _shortest(value: float, reads_back: Callable[[str], bool]) -> tuple[str, int]:
+    """The shortest significant digits of a positive number that still read back as it, and the exponent of the
+    first one."""
     mantissa, _, exponent = f"{value:.16e}".partition("e")
     for places in range(17):
         text = f"{value:.{places}e}"
-        if float(text) == value:
+        if reads_back(text):
             mantissa, _, exponent = text.partition("e")
             break
     return mantissa.replace(".", "").rstrip("0") or "0", int(exponent)
+
+
+def java_float_string(value: float) -> str:
+    """``Float.toString`` of a float32 (given widened to a Python float): as :func:`java_double_string`, with the
+    shortest digits that read back as the same float32."""
+    if math.isnan(value) or math.isinf(value) or value == 0:
+        return java_double_string(value)
+    digits, exponent = _shortest(abs(value), lambda text: float32(float(text)) == abs(value))
+    return _java_notation("-" if value < 0 else "", abs(value), digits, exponent)

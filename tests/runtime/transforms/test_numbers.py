@@ -12,6 +12,7 @@ from headwater.runtime.transforms.builtins.numbers import (
     decimal_to_long,
     float32,
     java_double_string,
+    java_float_string,
     parse_boolean,
     parse_decimal,
     parse_double,
@@ -28,6 +29,16 @@ from headwater.runtime.transforms.builtins.numbers import (
 )  # fmt: skip
 def test_doubles_print_as_java_prints_them(value: float, text: str) -> None:
     assert java_double_string(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.1, "0.1"), (1.0, "1.0"), (-2.5, "-2.5"), (16777217.0, "1.6777216E7"), (1e-5, "1.0E-5"), (3.4e38, "3.4E38"),
+     (123456.7, "123456.7"), (-0.0, "-0.0"), (math.inf, "Infinity")],
+)  # fmt: skip
+def test_floats_print_as_java_prints_them(value: float, text: str) -> None:
+    """``Float.toString`` of the float32 nearest ``value``: its own shortest digits, not the double's."""
+    assert java_float_string(float32(value)) == text
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@
  *                             "predicates.p.type": "...", ...},
  *              "records": [{"kind": "sink"|"source", "topic", "partition", "offset", "key", "value", "timestamp",
  *                           "headers": [[name, value], ...], "key_schema"?, "value_schema"?}, ...],
- *              "header_schemas"?: false}
+ *              "header_schemas"?: false, "converter"?: {"replace.null.with.default": "false", ...}}
  *   response: {"records": [<record> | null | {"error": "<exception class>: <message>"}, ...]}
  *             {"config_error": "<exception class>: <message>"}   the chain could not be built
  *             {"request_error": "<exception class>: <message>"}  the request itself is malformed
@@ -35,7 +35,10 @@
  * Values with a schema ("key_schema"/"value_schema" given, or set by a transform on the way): the schema is Kafka
  * Connect's JsonConverter schema JSON and the value its payload, exactly what JsonConverter with
  * schemas.enable=true writes as {"schema": ..., "payload": ...}; the output carries "key_schema"/"value_schema"
- * whenever the record has one.
+ * whenever the record has one. "converter" holds settings of that JsonConverter for this request (both ways), such
+ * as "replace.null.with.default": "false", which keeps a null where the schema has a default, as Headwater's payloads
+ * do. A record whose output the converter refuses (a value its schema's logical type cannot hold, a Decimal of
+ * another scale) gets {"error": ...}, as a worker fails a record its converter refuses.
  *
  * Headers: [name, value] is a header without a schema, [name, payload, schema] one with (JsonConverter's schema and
  * payload). Output headers are [name, value], or with "header_schemas": true [name, payload, schema] for each
@@ -77,6 +80,7 @@ import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.connect.connector.ConnectRecord;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.errors.DataException;
 import org.apache.kafka.connect.header.ConnectHeaders;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
@@ -137,6 +141,9 @@ public final class TransformDriver {
         }
         Map<String, String> props = stringMap(request.path("transforms"));
         boolean headerSchemas = request.path("header_schemas").asBoolean(false);
+        Map<String, String> converterSettings = stringMap(request.path("converter"));
+        keyConverter = converter(true, converterSettings);
+        valueConverter = converter(false, converterSettings);
         JsonNode records = request.path("records");
         if (!records.isArray()) {
             throw new IllegalArgumentException("\"records\" must be an array");
@@ -161,7 +168,15 @@ public final class TransformDriver {
                     outputs.add(failure("error", e));
                     continue;
                 }
-                outputs.add(output == null ? NODES.nullNode() : fromRecord(output, headerSchemas));
+                if (output == null) {
+                    outputs.add(NODES.nullNode());
+                    continue;
+                }
+                try {
+                    outputs.add(fromRecord(output, headerSchemas));
+                } catch (DataException e) {
+                    outputs.add(failure("error", e));
+                }
             }
         } finally {
             for (Stage stage : chain) {
@@ -434,14 +449,16 @@ public final class TransformDriver {
 
     // schemas: Kafka Connect's JsonConverter, schemas.enable=true
 
-    static JsonConverter converter(boolean isKey) {
+    static JsonConverter converter(boolean isKey, Map<String, String> settings) {
+        Map<String, String> config = new HashMap<>(settings);
+        config.put("schemas.enable", "true");
         JsonConverter converter = new JsonConverter();
-        converter.configure(Map.of("schemas.enable", "true"), isKey);
+        converter.configure(config, isKey);
         return converter;
     }
 
-    private static final JsonConverter KEY_CONVERTER = converter(true);
-    private static final JsonConverter VALUE_CONVERTER = converter(false);
+    private static JsonConverter keyConverter = converter(true, Map.of());
+    private static JsonConverter valueConverter = converter(false, Map.of());
 
     static SchemaAndValue toConnect(String topic, JsonNode schema, JsonNode payload, boolean isKey) throws Exception {
         if (schema.isMissingNode() || schema.isNull()) {
@@ -450,12 +467,12 @@ public final class TransformDriver {
         ObjectNode envelope = NODES.objectNode();
         envelope.set("schema", schema);
         envelope.set("payload", payload.isMissingNode() ? NODES.nullNode() : payload);
-        JsonConverter converter = isKey ? KEY_CONVERTER : VALUE_CONVERTER;
+        JsonConverter converter = isKey ? keyConverter : valueConverter;
         return converter.toConnectData(topic, MAPPER.writeValueAsBytes(envelope));
     }
 
     static JsonNode envelope(String topic, Schema schema, Object value, boolean isKey) throws Exception {
-        JsonConverter converter = isKey ? KEY_CONVERTER : VALUE_CONVERTER;
+        JsonConverter converter = isKey ? keyConverter : valueConverter;
         return MAPPER.readTree(converter.fromConnectData(topic, schema, value));
     }
 
