@@ -21,10 +21,11 @@ from headwater.runtime.transforms.builtins.parts import (
 from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
 from headwater.runtime.transforms.builtins.schemas import TIMESTAMP, operating_schema, with_schema
 from headwater.runtime.transforms.builtins.structs import (
+    Copies,
     Schema,
     SchemaMemo,
+    copied,
     field_at,
-    field_value,
     fields_of,
     put,
     require_struct,
@@ -161,10 +162,8 @@ class InsertField(KeyOrValue[R]):
         if value is None:
             return record
         struct = require_struct(schema, value, self.PURPOSE)
-        updated_schema = self.updated_schema(schema)
-        updated: dict[str, Any] = {}
-        for field in fields_of(schema).values():
-            put(updated, field, field_value(struct, field, self.replace_null_with_default))
+        updated_schema, copies = self.updated_schema(schema)
+        updated = copied(struct, copies, self.replace_null_with_default)
         if self.topic_field is not None:
             updated[self.topic_field] = record.topic
         if self.partition_field is not None:
@@ -177,7 +176,7 @@ class InsertField(KeyOrValue[R]):
             updated[self.static_field] = self.static_value
         return with_schema(record, self.part, updated, updated_schema)
 
-    def _updated_schema(self, schema: Schema) -> dict[str, Any]:
+    def _updated_schema(self, schema: Schema) -> tuple[dict[str, Any], Copies]:
         inserted: tuple[tuple[str, str | None, dict[str, Any]], ...] = (
             ("topic.field", self.topic_field, {"type": "string"}),
             ("partition.field", self.partition_field, {"type": "int32"}),
@@ -188,7 +187,9 @@ class InsertField(KeyOrValue[R]):
         added: list[tuple[str, Schema]] = [
             (name, {**kind, "optional": self.optional[key]}) for key, name, kind in inserted if name is not None
         ]
-        return struct_schema([*fields_of(schema).items(), *added], schema)
+        declared: dict[str, Schema] = fields_of(schema)
+        updated = struct_schema([*declared.items(), *added], schema)
+        return updated, list(zip(updated["fields"], declared.values(), strict=False))
 
 
 class ReplaceField(KeyOrValue[R]):
@@ -272,25 +273,26 @@ class ReplaceField(KeyOrValue[R]):
         if value is None:
             return record
         struct = require_struct(schema, value, self.PURPOSE)
-        updated_schema = self.updated_schema(schema)
+        updated_schema, copies = self.updated_schema(schema)
+        return with_schema(record, self.part, copied(struct, copies, self.replace_null_with_default), updated_schema)
+
+    def _updated_schema(self, schema: Schema) -> tuple[dict[str, Any], Copies]:
+        exclude, include, renames = self.exclude, self.include, self.renames
         declared = fields_of(schema)
-        updated: dict[str, Any] = {}
-        for field in updated_schema["fields"]:
-            # each field's value is the one of the field renamed to its name, as Kafka Connect looks it up
+        kept = [
+            (renames.get(name, name), field)
+            for name, field in declared.items()
+            if name not in exclude and (not include or name in include)
+        ]
+        updated = struct_schema(kept, schema)
+        copies: Copies = []
+        for field in updated["fields"]:
+            # a field takes the value of the field renamed to its name, as Kafka Connect looks it up
             original = self.reverse_renames.get(field["field"], field["field"])
             if original not in declared:
                 raise DataError(f"{original} is not a valid field name")
-            put(updated, field, field_value(struct, declared[original], self.replace_null_with_default))
-        return with_schema(record, self.part, updated, updated_schema)
-
-    def _updated_schema(self, schema: Schema) -> dict[str, Any]:
-        exclude, include, renames = self.exclude, self.include, self.renames
-        kept = [
-            (renames.get(name, name), field)
-            for name, field in fields_of(schema).items()
-            if name not in exclude and (not include or name in include)
-        ]
-        return struct_schema(kept, schema)
+            copies.append((field, declared[original]))
+        return updated, copies
 
 
 def _renames(key: str, value: Any) -> None:
@@ -426,17 +428,14 @@ class ValueToKey(Transformation[R]):
 
     def apply_with_schema(self, record: R, schema: Schema) -> R | None:
         value = require_struct(schema, record.value, self.PURPOSE)
-        key_schema = self.key_schema(schema)
-        declared = fields_of(schema)
-        key: dict[str, Any] = {}
-        for field in key_schema["fields"]:
-            put(key, field, field_value(value, declared[field["field"]], self.replace_null_with_default))
-        return with_schema(record, "key", key, key_schema)
+        key_schema, copies = self.key_schema(schema)
+        return with_schema(record, "key", copied(value, copies, self.replace_null_with_default), key_schema)
 
-    def _key_schema(self, schema: Schema) -> dict[str, Any]:
+    def _key_schema(self, schema: Schema) -> tuple[dict[str, Any], Copies]:
         declared = fields_of(schema)
         names = list(dict.fromkeys(self.fields))  # a field named twice once, as Kafka Connect 4.3's list settings
         for name in names:
             if name not in declared:
                 raise DataError(f"Field does not exist: {name}")
-        return struct_schema([(name, declared[name]) for name in names])
+        key_schema = struct_schema([(name, declared[name]) for name in names])
+        return key_schema, [(field, declared[field["field"]]) for field in key_schema["fields"]]

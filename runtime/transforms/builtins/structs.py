@@ -72,10 +72,18 @@ def put(struct: dict[str, Any], field: Schema, value: Any) -> None:
     struct[field["field"]] = value
 
 
-def payload_of(schema: Schema, values: Mapping[str, Any]) -> dict[str, Any]:
-    """A struct payload with every field of the struct ``schema``, in order: the value ``values`` gives it, else
-    null (a field the JsonConverter writes as null)."""
-    return {field["field"]: values.get(field["field"]) for field in schema["fields"]}
+Copies = list[tuple[Schema, Schema]]
+"""Fields of a new struct (its schema's field entries), each with the field of the old struct it takes its value
+from."""
+
+
+def copied(struct: Mapping[str, Any], copies: Copies, replace_null_with_default: bool) -> dict[str, Any]:
+    """The new struct's payload: each field of ``copies`` :func:`put` to the value (:func:`field_value`) of its
+    field in the old struct's payload ``struct``."""
+    updated: dict[str, Any] = {}
+    for field, source in copies:
+        put(updated, field, field_value(struct, source, replace_null_with_default))
+    return updated
 
 
 class SchemaMemo(Generic[T]):
