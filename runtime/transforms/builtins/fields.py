@@ -25,6 +25,7 @@ from headwater.runtime.transforms.builtins.structs import (
     Schema,
     SchemaMemo,
     copied,
+    copies_of,
     field_at,
     fields_of,
     put,
@@ -189,7 +190,7 @@ class InsertField(KeyOrValue[R]):
         ]
         declared: dict[str, Schema] = fields_of(schema)
         updated = struct_schema([*declared.items(), *added], schema)
-        return updated, list(zip(updated["fields"], declared.values(), strict=False))
+        return updated, copies_of(zip(updated["fields"], declared.values(), strict=False))
 
 
 class ReplaceField(KeyOrValue[R]):
@@ -285,14 +286,14 @@ class ReplaceField(KeyOrValue[R]):
             if name not in exclude and (not include or name in include)
         ]
         updated = struct_schema(kept, schema)
-        copies: Copies = []
+        pairs: list[tuple[Schema, Schema]] = []
         for field in updated["fields"]:
             # a field takes the value of the field renamed to its name, as Kafka Connect looks it up
             original = self.reverse_renames.get(field["field"], field["field"])
             if original not in declared:
                 raise DataError(f"{original} is not a valid field name")
-            copies.append((field, declared[original]))
-        return updated, copies
+            pairs.append((field, declared[original]))
+        return updated, copies_of(pairs)
 
 
 def _renames(key: str, value: Any) -> None:
@@ -438,4 +439,4 @@ class ValueToKey(Transformation[R]):
             if name not in declared:
                 raise DataError(f"Field does not exist: {name}")
         key_schema = struct_schema([(name, declared[name]) for name in names])
-        return key_schema, [(field, declared[field["field"]]) for field in key_schema["fields"]]
+        return key_schema, copies_of((field, declared[field["field"]]) for field in key_schema["fields"])

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from headwater.runtime.transforms.builtins.parts import DataError
-from headwater.runtime.transforms.builtins.schemas import normalized
+from headwater.runtime.transforms.builtins.schemas import DATE, DECIMAL, TIME, TIMESTAMP, normalized
 
 Schema = Mapping[str, Any]
 T = TypeVar("T")
@@ -72,18 +72,54 @@ def put(struct: dict[str, Any], field: Schema, value: Any) -> None:
     struct[field["field"]] = value
 
 
-Copies = list[tuple[Schema, Schema]]
+Copies = list[tuple[Schema, Schema, bool]]
 """Fields of a new struct (its schema's field entries), each with the field of the old struct it takes its value
-from."""
+from and whether that value needs checking against the new field's schema (:func:`copies_of`)."""
+
+
+def copies_of(pairs: Iterable[tuple[Schema, Schema]]) -> Copies:
+    """:data:`Copies` of ``(new field, old field)`` pairs: a value is checked when the two schemas differ."""
+    return [(field, source, normalized(field) != normalized(source)) for field, source in pairs]
 
 
 def copied(struct: Mapping[str, Any], copies: Copies, replace_null_with_default: bool) -> dict[str, Any]:
     """The new struct's payload: each field of ``copies`` :func:`put` to the value (:func:`field_value`) of its
-    field in the old struct's payload ``struct``."""
+    field in the old struct's payload ``struct``; a value that does not fit the new field's schema is refused, as
+    Kafka Connect's ``ConnectSchema.validateValue`` refuses it (a value of another Java class)."""
     updated: dict[str, Any] = {}
-    for field, source in copies:
-        put(updated, field, field_value(struct, source, replace_null_with_default))
+    for field, source, check in copies:
+        value = field_value(struct, source, replace_null_with_default)
+        if check and value is not None and not fits(source, field, value):
+            raise DataError(
+                f"Invalid value for schema with type {str(field.get('type')).upper()}: a value of type "
+                f'{str(source.get("type")).upper()} for field: "{field["field"]}"'
+            )
+        put(updated, field, value)
     return updated
+
+
+_JAVA_CLASSES = {DECIMAL: "BigDecimal", DATE: "Date", TIME: "Date", TIMESTAMP: "Date"}
+"""The Java class of a logical type's values, the four Kafka Connect knows; others: their schema type's."""
+
+
+def fits(source: Schema, target: Schema, value: Any) -> bool:
+    """Whether the payload ``value`` of schema ``source`` passes Kafka Connect's check of a value against schema
+    ``target`` (``ConnectSchema.validateValue``): the same Java class, element by element for an array or a map,
+    the same schema for a struct; null only where ``target`` is optional."""
+    if value is None:
+        return bool(target.get("optional"))
+    kind = _JAVA_CLASSES.get(source.get("name") or "", source["type"])
+    if kind != _JAVA_CLASSES.get(target.get("name") or "", target["type"]):
+        return False
+    if kind == "array":
+        return all(fits(source["items"], target["items"], item) for item in value)
+    if kind == "map":
+        pairs = value.items() if isinstance(value, Mapping) else value  # non-string keys: [key, value] pairs
+        keys, values = (source["keys"], target["keys"]), (source["values"], target["values"])
+        return all(fits(*keys, key) and fits(*values, item) for key, item in pairs)
+    if kind == "struct":
+        return normalized(source) == normalized(target)
+    return True
 
 
 class SchemaMemo(Generic[T]):

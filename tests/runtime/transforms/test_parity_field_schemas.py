@@ -127,6 +127,28 @@ INSERT: list[Case] = [
 ]  # fmt: skip
 
 
+NUMBERS = {
+    "type": "struct",
+    "fields": [
+        {"field": "a", "type": "int32", "optional": True},
+        {"field": "b", "type": "int64", "optional": True},
+        {"field": "c", "type": "array", "items": {"type": "int32"}, "optional": True},
+        {"field": "d", "type": "array", "items": {"type": "int64"}, "optional": True},
+        {"field": "e", "type": "int32", "name": "X", "optional": True},
+        {"field": "f", "type": "map", "keys": {"type": "int32"}, "values": {"type": "int32"}, "optional": True},
+        {"field": "g", "type": "map", "keys": {"type": "int64"}, "values": {"type": "int32"}, "optional": True},
+    ],
+}
+NUMBERED = [
+    source({"a": 1, "b": 2, "c": [], "d": [], "e": 3, "f": None, "g": None}, value_schema=NUMBERS),
+    source({"a": None, "b": 2, "c": [1], "d": [2], "e": None, "f": [[1, 2]], "g": []}, value_schema=NUMBERS),
+    source({"a": None, "b": None, "c": [], "d": None, "e": 4, "f": [], "g": [[1, 2]]}, value_schema=NUMBERS),
+    source({"a": 5, "b": None, "c": None, "d": None, "e": None, "f": [[1, 2]], "g": None}, value_schema=NUMBERS),
+]
+"""Fields of different schemas, for ReplaceField's renames that give a field the value of another: Kafka Connect
+checks that value against the field's schema (its Java class; element by element in an array or a map)."""
+
+
 def rep(**settings: str) -> dict[str, str]:
     return chain("ReplaceField$Value", settings)
 
@@ -139,6 +161,9 @@ REPLACE: list[Case] = [
      ORDERS),
     ("ReplaceField rename onto a kept field", rep(renames="id:name"), ORDERS[:1]),
     ("ReplaceField rename onto a dropped field", rep(exclude="name", renames="id:name"), ORDERS[:1]),
+    ("ReplaceField rename's value of another type", rep(exclude="name", renames="name:id"), ORDERS[:1]),
+    *[(f"ReplaceField {dropped}'s value into {kept}", rep(exclude=dropped, renames=f"{dropped}:{kept}"), NUMBERED)
+      for dropped, kept in (("a", "b"), ("c", "d"), ("a", "e"), ("e", "a"), ("f", "g"), ("b", "a"))],
     ("ReplaceField nothing kept", rep(include="nope"), ORDERS[:2]),
     ("ReplaceField tombstone", rep(exclude="id"), TOMBSTONE),
     ("ReplaceField not a struct", rep(exclude="id"), NOT_A_STRUCT),
