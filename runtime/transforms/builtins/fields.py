@@ -86,7 +86,7 @@ class InsertField(KeyOrValue[R]):
                 Type.STRING,
                 None,
                 Importance.MEDIUM,
-                "Field name for the Kafka partition, left out when the record has none." + suffix,
+                "Field name for the Kafka partition, left out when the record has none (null, with a schema)." + suffix,
             )
             .define(
                 "offset.field",
@@ -100,7 +100,8 @@ class InsertField(KeyOrValue[R]):
                 Type.STRING,
                 None,
                 Importance.MEDIUM,
-                "Field name for the record's timestamp (epoch milliseconds), left out when it has none." + suffix,
+                "Field name for the record's timestamp (epoch milliseconds; a Connect Timestamp, with a schema), left "
+                "out when it has none (null, with a schema)." + suffix,
             )
             .define("static.field", Type.STRING, None, Importance.MEDIUM, "Field name for static.value." + suffix)
             .define(

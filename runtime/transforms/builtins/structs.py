@@ -124,7 +124,8 @@ def fits(source: Schema, target: Schema, value: Any) -> bool:
 
 class SchemaMemo(Generic[T]):
     """The schema last built from a schema, so that records sharing one schema (the same object, as a source task
-    gives them) build it once: Kafka Connect caches the schemas its transformations build in the same way."""
+    gives them) build it once: Kafka Connect caches the schemas its transformations build in the same way. A schema
+    a record carries is not changed in place, here as in Kafka Connect (whose schemas are immutable)."""
 
     def __init__(self, build: Callable[[Schema], T]) -> None:
         self._build = build
