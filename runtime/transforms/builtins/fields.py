@@ -1,5 +1,9 @@
-"""Built-in transformations on the fields of a key or value map, schemaless, with Kafka Connect's semantics:
-InsertField, ReplaceField, HoistField, ExtractField, ValueToKey (and MaskField, Flatten, Cast beside them)."""
+"""Built-in transformations on the fields of a key or value, with Kafka Connect's semantics: InsertField,
+ReplaceField, HoistField, ExtractField, ValueToKey (and MaskField, Flatten, Cast beside them).
+
+Without a schema the key or value is a map; with one (a source record's ``key_schema``/``value_schema``) it is a
+struct, the JsonConverter's payload of its schema, and each transformation gives the record the new struct's schema
+as Kafka Connect's ``applyWithSchema`` builds it (:mod:`.structs`)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.runtime.transforms.builtins.parts import (
+    DataError,
     KeyOrValue,
     require_map,
     require_map_or_null,
@@ -14,6 +19,20 @@ from headwater.runtime.transforms.builtins.parts import (
     require_sink_record,
 )
 from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
+from headwater.runtime.transforms.builtins.schemas import TIMESTAMP, operating_schema, with_schema
+from headwater.runtime.transforms.builtins.structs import (
+    Copies,
+    Schema,
+    SchemaMemo,
+    copied,
+    copies_of,
+    field_at,
+    fields_of,
+    put,
+    require_struct,
+    struct_schema,
+    value_at,
+)
 from headwater.runtime.transforms.records import Rewriting, rebuilt
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
@@ -21,9 +40,8 @@ from headwater.sdk.records import SourceRecord
 from headwater.sdk.transforms import R, Transformation
 
 NULLS_DOC = (
-    "Kafka Connect's choice, for values with schemas, between a null field's schema default (true) and null; "
-    "accepted so that configs written for Kafka Connect run unchanged, and without effect: Headwater's built-ins "
-    "handle schemaless keys and values only, and refuse a record whose key or value has a schema."
+    "For a key or value with a schema (a struct): whether a null field takes its schema's default (true) or stays "
+    "null (false), as in Kafka Connect. Without effect on schemaless keys and values."
 )
 """The documentation of ``replace.null.with.default``."""
 
@@ -51,7 +69,10 @@ def _removed(replacement: str) -> Any:
 class InsertField(KeyOrValue[R], Rewriting[R]):
     """Insert the record's topic, partition, offset, timestamp or a static value as fields of the key or value map
     (replacing fields of the same names). A tombstone passes unchanged; a key or value that is not a map is refused.
-    """
+
+    With a schema the fields are added after the struct's own, in the order above, to its schema too: optional
+    unless the name ends in ``!``, the timestamp a Connect Timestamp; a name the struct already has is refused, as
+    Kafka Connect refuses it (``InsertField.applyWithSchema``)."""
 
     PURPOSE = "field insertion"
 
@@ -65,7 +86,7 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
                 Type.STRING,
                 None,
                 Importance.MEDIUM,
-                "Field name for the Kafka partition, left out when the record has none." + suffix,
+                "Field name for the Kafka partition, left out when the record has none (null, with a schema)." + suffix,
             )
             .define(
                 "offset.field",
@@ -79,7 +100,8 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
                 Type.STRING,
                 None,
                 Importance.MEDIUM,
-                "Field name for the record's timestamp (epoch milliseconds), left out when it has none." + suffix,
+                "Field name for the record's timestamp (epoch milliseconds; a Connect Timestamp, with a schema), left "
+                "out when it has none (null, with a schema)." + suffix,
             )
             .define("static.field", Type.STRING, None, Importance.MEDIUM, "Field name for static.value." + suffix)
             .define(
@@ -99,8 +121,11 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
+        self.optional: dict[str, bool] = {}  # by setting: a field's optional flag with a schema
+
         def name(key: str) -> str | None:  # one ! or ? suffix off; an empty name is a field named "", as in Kafka
             value = config.get(key)
+            self.optional[key] = not (value and value[-1] == "!")
             return value[:-1] if value and value[-1] in "!?" else value
 
         self.topic_field, self.partition_field = name("topic.field"), name("partition.field")
@@ -114,6 +139,8 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
             raise ConfigError("topic.field", None, "No field insertion configured")
         if self.static_field is not None and self.static_value is None:
             raise ConfigError("static.value", None, "No value specified for static field: " + self.static_field)
+        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.updated_schema = SchemaMemo(self._updated_schema)
 
     rewrites_map = True
 
@@ -134,6 +161,9 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
         return rewrite
 
     def rewrite(self, record: R) -> R | None:
+        schema = operating_schema(record, self.part)
+        if schema is not None:
+            return self.apply_with_schema(record, schema)
         updated = self.owned_map(record, self.PURPOSE)
         if updated is None:
             return record  # a tombstone passes as it is
@@ -150,11 +180,47 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
             updated[self.static_field] = self.static_value
         return record
 
+    def apply_with_schema(self, record: R, schema: Schema) -> R | None:
+        value = self.operating_value(record)
+        if value is None:
+            return record
+        struct = require_struct(schema, value, self.PURPOSE)
+        updated_schema, copies = self.updated_schema(schema)
+        updated = copied(struct, copies, self.replace_null_with_default)
+        if self.topic_field is not None:
+            updated[self.topic_field] = record.topic
+        if self.partition_field is not None:
+            updated[self.partition_field] = record.partition
+        if self.offset_field is not None:
+            updated[self.offset_field] = require_sink_record(record, self.PURPOSE).offset
+        if self.timestamp_field is not None:
+            updated[self.timestamp_field] = record.timestamp  # a Timestamp's payload: epoch milliseconds
+        if self.static_field is not None:
+            updated[self.static_field] = self.static_value
+        return with_schema(record, self.part, updated, updated_schema)
+
+    def _updated_schema(self, schema: Schema) -> tuple[dict[str, Any], Copies]:
+        inserted: tuple[tuple[str, str | None, dict[str, Any]], ...] = (
+            ("topic.field", self.topic_field, {"type": "string"}),
+            ("partition.field", self.partition_field, {"type": "int32"}),
+            ("offset.field", self.offset_field, {"type": "int64"}),
+            ("timestamp.field", self.timestamp_field, {"type": "int64", "name": TIMESTAMP, "version": 1}),
+            ("static.field", self.static_field, {"type": "string"}),
+        )
+        added: list[tuple[str, Schema]] = [
+            (name, {**kind, "optional": self.optional[key]}) for key, name, kind in inserted if name is not None
+        ]
+        declared: dict[str, Schema] = fields_of(schema)
+        updated = struct_schema([*declared.items(), *added], schema)
+        return updated, copies_of(zip(updated["fields"], declared.values(), strict=False))
+
 
 class ReplaceField(KeyOrValue[R], Rewriting[R]):
     """Keep, drop and rename fields of the key or value map: a field is kept when it is not excluded and
     ``include`` is empty or names it, then renamed. A tombstone passes unchanged; a key or value that is not a map
-    is refused."""
+    is refused. With a schema the struct's schema keeps the kept fields in their order, renamed, and its name,
+    version, doc and parameters (Kafka Connect's ``ReplaceField.applyWithSchema``); two fields renamed to one name
+    are refused."""
 
     PURPOSE = "field replacement"
 
@@ -205,6 +271,9 @@ class ReplaceField(KeyOrValue[R], Rewriting[R]):
         targets = list(self.renames.values())
         # renames that can run one after another in place: no name both renamed and a new name, no new name twice
         self._renamed_in_place = not set(targets) & self.renames.keys() and len(set(targets)) == len(targets)
+        self.reverse_renames = {new: old for old, new in self.renames.items()}
+        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.updated_schema = SchemaMemo(self._updated_schema)
         if not self.include and self._renamed_in_place:
             self.rewrite = self._usual_rewrite(self.rewrite)  # type: ignore[method-assign,assignment]
 
@@ -233,6 +302,9 @@ class ReplaceField(KeyOrValue[R], Rewriting[R]):
         return rewrite
 
     def rewrite(self, record: R) -> R | None:
+        schema = operating_schema(record, self.part)
+        if schema is not None:
+            return self.apply_with_schema(record, schema)
         fields = self.owned_map(record, self.PURPOSE)
         if fields is None:
             return record
@@ -255,6 +327,32 @@ class ReplaceField(KeyOrValue[R], Rewriting[R]):
         self.set_part(record, kept)
         return record
 
+    def apply_with_schema(self, record: R, schema: Schema) -> R | None:
+        value = self.operating_value(record)
+        if value is None:
+            return record
+        struct = require_struct(schema, value, self.PURPOSE)
+        updated_schema, copies = self.updated_schema(schema)
+        return with_schema(record, self.part, copied(struct, copies, self.replace_null_with_default), updated_schema)
+
+    def _updated_schema(self, schema: Schema) -> tuple[dict[str, Any], Copies]:
+        exclude, include, renames = self.exclude, self.include, self.renames
+        declared = fields_of(schema)
+        kept = [
+            (renames.get(name, name), field)
+            for name, field in declared.items()
+            if name not in exclude and (not include or name in include)
+        ]
+        updated = struct_schema(kept, schema)
+        pairs: list[tuple[Schema, Schema]] = []
+        for field in updated["fields"]:
+            # a field takes the value of the field renamed to its name, as Kafka Connect looks it up
+            original = self.reverse_renames.get(field["field"], field["field"])
+            if original not in declared:
+                raise DataError(f"{original} is not a valid field name")
+            pairs.append((field, declared[original]))
+        return updated, copies_of(pairs)
+
 
 def _renames(key: str, value: Any) -> None:
     for item in value:
@@ -263,7 +361,9 @@ def _renames(key: str, value: Any) -> None:
 
 
 class HoistField(KeyOrValue[R], Rewriting[R]):
-    """Wrap the key or value, whatever it is (a tombstone's null too), in a map with one field."""
+    """Wrap the key or value, whatever it is (a tombstone's null too), in a map with one field. With a schema, in a
+    struct whose schema (required, unnamed) has that one field, of the key's or value's schema; null in a field
+    that is not optional is refused (Kafka Connect's ``HoistField.apply``)."""
 
     def config_def(self) -> ConfigDef:
         return ConfigDef().define(
@@ -276,15 +376,29 @@ class HoistField(KeyOrValue[R], Rewriting[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.field = config["field"]
+        self.updated_schema = SchemaMemo(lambda schema: struct_schema([(self.field, schema)]))
 
     def rewrite(self, record: R) -> R | None:
+        schema = operating_schema(record, self.part)
+        if schema is not None:
+            return self.apply_with_schema(record, schema)
         self.set_part(record, {self.field: self.schemaless_value(record)})
         return record
+
+    def apply_with_schema(self, record: R, schema: Schema) -> R | None:
+        updated_schema = self.updated_schema(schema)
+        updated: dict[str, Any] = {}
+        put(updated, updated_schema["fields"][0], self.operating_value(record))
+        return with_schema(record, self.part, updated, updated_schema)
 
 
 class ExtractField(KeyOrValue[R]):
     """Replace the key or value map with one of its fields (a nested one with ``field.syntax.version=V2``); a
-    missing field gives null, a tombstone passes unchanged, a key or value that is not a map is refused."""
+    missing field gives null, a tombstone passes unchanged, a key or value that is not a map is refused.
+
+    With a schema the key or value becomes the field's value with the field's schema (a tombstone: null with that
+    schema); a field the schema does not have, or a schema that is no struct, is refused, as Kafka Connect refuses
+    them (``ExtractField.apply``)."""
 
     PURPOSE = "field extraction"
 
@@ -309,15 +423,35 @@ class ExtractField(KeyOrValue[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.path = FieldPath("field", config["field"], config[FIELD_SYNTAX_VERSION])
+        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.field_schema = SchemaMemo(lambda schema: field_at(schema, self.path.steps))
 
     def apply(self, record: R) -> R | None:
+        schema = operating_schema(record, self.part)
+        if schema is not None:
+            return self.apply_with_schema(record, schema)
         value = require_map_or_null(self.schemaless_value(record), self.PURPOSE)
         return self.new_record(record, None if value is None else self.path.value_from(value))
+
+    def apply_with_schema(self, record: R, schema: Schema) -> R | None:
+        value = self.operating_value(record)
+        struct = None if value is None else require_struct(schema, value, self.PURPOSE)
+        field_schema = self.field_schema(schema)
+        if field_schema is None:
+            raise DataError(f"Unknown field: {self.path.text}")
+        if struct is None:
+            return with_schema(record, self.part, None, field_schema)
+        extracted = value_at(schema, struct, self.path.steps, self.replace_null_with_default)
+        return with_schema(record, self.part, extracted, field_schema)
 
 
 class ValueToKey(Transformation[R]):
     """Replace the key with a map of fields of the value (null for a missing one). A tombstone, or a value that is
-    not a map, is refused, as Kafka Connect refuses it."""
+    not a map, is refused, as Kafka Connect refuses it.
+
+    With a value schema the key is a struct whose schema (required, unnamed) has those fields, in the order given,
+    with the value's schemas for them; a field the value's schema does not have is refused (Kafka Connect's
+    ``ValueToKey.applyWithSchema``)."""
 
     PURPOSE = "copying fields from value to key"
 
@@ -338,11 +472,30 @@ class ValueToKey(Transformation[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.fields = list(config["fields"])
+        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.key_schema = SchemaMemo(self._key_schema)
 
     def apply(self, record: R) -> R | None:
+        schema = operating_schema(record, "value")
+        if schema is not None:
+            return self.apply_with_schema(record, schema)
         require_schemaless(record, "value", "ValueToKey")
         value = require_map(record.value, self.PURPOSE)
         key = {name: value.get(name) for name in self.fields}
         if isinstance(record, SourceRecord):
             return rebuilt(record, key=key, key_schema=None)
         return rebuilt(record, key=key)
+
+    def apply_with_schema(self, record: R, schema: Schema) -> R | None:
+        value = require_struct(schema, record.value, self.PURPOSE)
+        key_schema, copies = self.key_schema(schema)
+        return with_schema(record, "key", copied(value, copies, self.replace_null_with_default), key_schema)
+
+    def _key_schema(self, schema: Schema) -> tuple[dict[str, Any], Copies]:
+        declared = fields_of(schema)
+        names = list(dict.fromkeys(self.fields))  # a field named twice once, as Kafka Connect 4.3's list settings
+        for name in names:
+            if name not in declared:
+                raise DataError(f"Field does not exist: {name}")
+        key_schema = struct_schema([(name, declared[name]) for name in names])
+        return key_schema, copies_of((field, declared[field["field"]]) for field in key_schema["fields"])

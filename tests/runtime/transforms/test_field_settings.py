@@ -1,6 +1,5 @@
 """The field transformations' settings: every one Kafka Connect 4.3.1 defines is defined, documented (the docs page
-is generated from these), and nothing else is, but for the settings Kafka removed, which are refused; and what
-they do not support, a key or value with a schema, is refused."""
+is generated from these), and nothing else is, but for the settings Kafka removed, which are refused."""
 
 from __future__ import annotations
 
@@ -8,9 +7,6 @@ import pytest
 
 from headwater.runtime.transforms.builtins import BUILTIN_TRANSFORMATIONS, FIELD_TRANSFORMATIONS
 from headwater.sdk.config import ConfigDef
-from support.java_transforms import JavaTransforms
-from support.parity_cases import chain, source
-from support.transform_parity import python_apply
 
 NULLS = "replace.null.with.default"
 KAFKA_SETTINGS = {
@@ -53,27 +49,3 @@ def test_every_field_transformation_has_both_names_and_both_variants() -> None:
                 BUILTIN_TRANSFORMATIONS[variant] is BUILTIN_TRANSFORMATIONS[java_name] is FIELD_TRANSFORMATIONS[variant]
             )
     assert FIELD_TRANSFORMATIONS["Cast$Key"].part == "key" and FIELD_TRANSFORMATIONS["Flatten$Value"].part == "value"
-
-
-SCHEMA = {"type": "struct", "optional": False, "fields": [{"field": "a", "type": "int64", "optional": False}]}
-ONE_OF_EACH = {  # Cast, MaskField and Flatten handle schemas: test_parity_cast_schemas
-    "InsertField$Value": {"topic.field": "t"},
-    "ReplaceField$Value": {"exclude": "b"},
-    "HoistField$Value": {"field": "h"},
-    "ExtractField$Value": {"field": "a"},
-    "ValueToKey": {"fields": "a"},
-}
-
-
-@pytest.mark.parametrize("name", sorted(ONE_OF_EACH))
-def test_a_value_with_a_schema_is_refused_not_stripped_of_it(java_transforms: JavaTransforms, name: str) -> None:
-    """Kafka transforms a Struct and gives back its new schema; Headwater's built-ins are schemaless only, and
-    refuse such a record (naming the schema) rather than drop its schema."""
-    config = chain(name, ONE_OF_EACH[name])
-    record = source({"a": 1}, value_schema=SCHEMA)
-    (kafka,) = java_transforms.apply(config, [record])
-    assert kafka is not None and "error" not in kafka and "value_schema" in kafka
-    (ours,) = python_apply(config, [record])
-    assert ours is not None and "schemaless values only" in ours["error"] and "value_schema" in ours["error"]
-    (schemaless,) = python_apply(config, [source({"a": 1})])
-    assert schemaless is not None and "error" not in schemaless
