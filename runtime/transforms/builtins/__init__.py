@@ -7,16 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.runtime.transforms.builtins.cast import Cast
-from headwater.runtime.transforms.builtins.fields import (
-    ExtractField,
-    HoistField,
-    InsertField,
-    ReplaceField,
-    ValueToKey,
-)
+from headwater.runtime.transforms.builtins.fields import InsertField, ReplaceField
 from headwater.runtime.transforms.builtins.flatten import Flatten
 from headwater.runtime.transforms.builtins.headers import DropHeaders, HeaderFrom, InsertHeader
 from headwater.runtime.transforms.builtins.mask import MaskField
+from headwater.runtime.transforms.builtins.nesting import ExtractField, HoistField, ValueToKey
 from headwater.runtime.transforms.builtins.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from headwater.runtime.transforms.builtins.routing import Filter, RegexRouter, TimestampRouter
 from headwater.runtime.transforms.builtins.schema_metadata import SetSchemaMetadata
