@@ -125,7 +125,7 @@ class Cast(KeyOrValue[R]):
         schema = operating_schema(record, self.part)
         if schema is not None:
             return self.apply_with_schema(record, schema)
-        value = self.schemaless_value(record)
+        value = self.operating_value(record)
         if value is None:
             return record
         if WHOLE_VALUE in self.casts:

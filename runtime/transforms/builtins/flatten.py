@@ -56,7 +56,7 @@ class Flatten(KeyOrValue[R]):
         schema = operating_schema(record, self.part)
         if schema is not None:
             return self.apply_with_schema(record, schema)
-        value = self.schemaless_value(record)
+        value = self.operating_value(record)
         if value is None:
             return record
         flat: dict[str, Any] = {}

@@ -107,7 +107,7 @@ class MaskField(KeyOrValue[R]):
         schema = operating_schema(record, self.part)
         if schema is not None:
             return self.apply_with_schema(record, schema)
-        updated = dict(require_map(self.schemaless_value(record), self.PURPOSE))  # a tombstone too, as in Kafka
+        updated = dict(require_map(self.operating_value(record), self.PURPOSE))  # a tombstone too, as in Kafka
         for name in self.fields:
             updated[name] = self._masked(updated.get(name))
         return self.new_record(record, updated)

@@ -16,7 +16,6 @@ from headwater.runtime.transforms.builtins.parts import (
     KeyOrValue,
     require_map,
     require_map_or_null,
-    require_schemaless,
 )
 from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
 from headwater.runtime.transforms.builtins.schemas import operating_schema, with_schema
@@ -61,7 +60,7 @@ class HoistField(KeyOrValue[R], Rewriting[R]):
         schema = operating_schema(record, self.part)
         if schema is not None:
             return self.apply_with_schema(record, schema)
-        self.set_part(record, {self.field: self.schemaless_value(record)})
+        self.set_part(record, {self.field: self.operating_value(record)})
         return record
 
     def apply_with_schema(self, record: R, schema: Schema) -> R | None:
@@ -109,7 +108,7 @@ class ExtractField(KeyOrValue[R]):
         schema = operating_schema(record, self.part)
         if schema is not None:
             return self.apply_with_schema(record, schema)
-        value = require_map_or_null(self.schemaless_value(record), self.PURPOSE)
+        value = require_map_or_null(self.operating_value(record), self.PURPOSE)
         return self.new_record(record, None if value is None else self.path.value_from(value))
 
     def apply_with_schema(self, record: R, schema: Schema) -> R | None:
@@ -158,7 +157,6 @@ class ValueToKey(Transformation[R]):
         schema = operating_schema(record, "value")
         if schema is not None:
             return self.apply_with_schema(record, schema)
-        require_schemaless(record, "value", "ValueToKey")
         value = require_map(record.value, self.PURPOSE)
         key = {name: value.get(name) for name in self.fields}
         if isinstance(record, SourceRecord):

@@ -42,15 +42,6 @@ def require_sink_record(record: SourceRecord | SinkRecord, purpose: str) -> Sink
     return record
 
 
-def require_schemaless(record: SourceRecord | SinkRecord, part: str, transformation: str) -> None:
-    """Refuse (:class:`DataError`) a record whose ``part`` (``key`` or ``value``) has a schema."""
-    if isinstance(record, SourceRecord) and getattr(record, f"{part}_schema") is not None:
-        raise DataError(
-            f"{transformation} handles schemaless {part}s only; this record's {part} has a schema "
-            f"({part}_schema), which it would lose: drop the schema before this transformation or leave it out"
-        )
-
-
 class KeyOrValue(Transformation[R]):
     """A transformation with a ``$Key`` and a ``$Value`` variant: :attr:`part` says which part of the record it
     works on. The variants are the subclasses named ``Key`` and ``Value`` in :data:`.BUILTIN_TRANSFORMATIONS`."""
@@ -61,29 +52,13 @@ class KeyOrValue(Transformation[R]):
     def operating_value(self, record: R) -> Any:
         return record.key if self.part == "key" else record.value
 
-    def schemaless_value(self, record: R) -> Any:
-        """:meth:`operating_value`, refused (:class:`DataError`) when the record gives it a schema: these
-        transformations handle schemaless keys and values only, and would otherwise drop the schema."""
-        if self.part == "key":
-            if type(record) is SourceRecord and record.key_schema is not None:
-                require_schemaless(record, "key", type(self).__qualname__)
-            return record.key
-        if isinstance(record, SourceRecord) and record.value_schema is not None:
-            require_schemaless(record, "value", type(self).__qualname__)
-        return record.value
-
     def owned_map(self, record: R, purpose: str) -> dict[str, Any] | None:
-        """The map of :attr:`part` of a record the chain owns (:class:`.Rewriting`), to change in place; ``None``
-        for a tombstone; refused as :meth:`schemaless_value` and :func:`require_map` refuse."""
-        if self.part == "value":
-            value = record.value
-            if type(value) is dict and (type(record) is not SourceRecord or record.value_schema is None):
-                return value
-        else:
-            value = record.key
-            if type(value) is dict and (type(record) is not SourceRecord or record.key_schema is None):
-                return value
-        value = self.schemaless_value(record)
+        """The schemaless map of :attr:`part` of a record the chain owns (:class:`.Rewriting`), to change in place;
+        ``None`` for a tombstone; refused as :func:`require_map` refuses (a record with a schema takes the
+        transformation's ``apply_with_schema`` before this)."""
+        value = record.value if self.part == "value" else record.key
+        if type(value) is dict:
+            return value
         return None if value is None else require_map(value, purpose)  # type: ignore[return-value]
 
     def set_part(self, record: R, updated: Any) -> None:
