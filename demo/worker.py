@@ -77,6 +77,7 @@ class DemoWorker:
         self.client = RestClient(self.rest.url)
         self.worker.worker_id = f"127.0.0.1:{self.rest.port}"
         self._loop.start()
+        self.herder.health.ready()
         return self
 
     def _run(self) -> None:

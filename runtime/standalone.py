@@ -190,7 +190,9 @@ class StandaloneWorker:
             try:
                 self._serve_rest()
                 for file in self.connector_files:
+                    self.herder.health.starting(f"starting connector {file.values['name']} from {file.path}")
                     self._start(file)
+                self.herder.health.ready()
                 log.info("standalone worker started")
                 while not stop.wait(0.1):
                     self.herder.tick()

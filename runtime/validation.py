@@ -5,7 +5,8 @@
 
     {"name": "<connector.class>", "error_count": 0, "groups": [],
      "configs": [{"definition": {"name", "type", "required", "default_value", "importance", "documentation",
-                                 "group", "order", "width", "display_name", "dependents"},
+                                 "group", "order_in_group", "width", "display_name",
+                                 "dependents"},
                   "value": {"name", "value", "recommended_values", "errors", "visible"}}]}
 
 The keys are the runtime's common keys for the connector's kind followed by the connector's own; each error message
@@ -18,7 +19,7 @@ with its error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
@@ -46,7 +47,8 @@ def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[s
     only. ``worker_config`` is the worker's parsed config (its defaults when ``None``)."""
     definition, errors, _ = _errors(props, worker_config)
     props = hide(props)
-    configs = [_config_info(key, props, errors.get(key.name, [])) for key in definition]
+    orders = orders_in_group(definition)
+    configs = [_config_info(key, props, errors.get(key.name, []), orders[key.name]) for key in definition]
     undefined = [name for name in errors if name not in definition.keys]
     configs += [_undefined_info(name, props, errors[name]) for name in undefined]
     groups = list(dict.fromkeys(key.group for key in definition if key.group))
@@ -155,7 +157,19 @@ def _with_nulls(errors: dict[str, list[str]], props: Mapping[str, Any]) -> dict[
     return errors
 
 
-def config_key_info(key: ConfigKey) -> dict[str, Any]:
+def orders_in_group(keys: Iterable[ConfigKey]) -> dict[str, int]:
+    """Each key's place in its group, from 1 in definition order, as Kafka Connect's definitions number them; -1
+    for a key in no group (Kafka's default)."""
+    counts: dict[str, int] = {}
+    found: dict[str, int] = {}
+    for key in keys:
+        if key.group:
+            counts[key.group] = counts.get(key.group, 0) + 1
+        found[key.name] = counts[key.group] if key.group else -1
+    return found
+
+
+def config_key_info(key: ConfigKey, order_in_group: int = -1) -> dict[str, Any]:
     """A key's definition in Kafka Connect's ``ConfigKeyInfo`` shape."""
     return {
         "name": key.name,
@@ -165,15 +179,15 @@ def config_key_info(key: ConfigKey) -> dict[str, Any]:
         "importance": key.importance.value,
         "documentation": key.documentation,
         "group": key.group,
-        "order": -1,
+        "order_in_group": order_in_group,
         "width": "NONE",
         "display_name": key.display_name or key.name,
         "dependents": [],
     }
 
 
-def _config_info(key: ConfigKey, props: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
-    definition = config_key_info(key)
+def _config_info(key: ConfigKey, props: Mapping[str, Any], errors: list[str], order: int) -> dict[str, Any]:
+    definition = config_key_info(key, order)
     raw = props.get(key.name)
     shown = None if raw is None else HIDDEN if key.type is Type.PASSWORD else config_string(raw)
     return {"definition": definition, "value": _value_info(key.name, shown, errors)}

@@ -135,6 +135,8 @@ class DistributedWorker:
             for store in stores:
                 store.start()
                 started.append(store)
+            health = self.herder.health
+            health.starting(f"joining group {self.group_id}")
             self._serve_rest()
             log.info("distributed worker %s joining group %s", self.worker.worker_id, self.group_id)
             try:
@@ -143,7 +145,12 @@ class DistributedWorker:
                         self.herder.tick()
                     except (ConnectError, KafkaException) as error:  # Kafka unreachable for a while, say
                         log.error("distributed worker: %s; trying again in %.1f s", error, RETRY_S)
+                        health.starting(f"joining group {self.group_id} failed ({error}); trying again")
                         stop.wait(RETRY_S)
+                    else:
+                        if not health.is_ready:
+                            health.ready()
+                            log.info("distributed worker %s ready", self.worker.worker_id)
             finally:
                 log.info("distributed worker stopping: handing its connectors and tasks over")
                 if self.rest is not None:

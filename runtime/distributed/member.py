@@ -162,6 +162,7 @@ class Member:
                 self.worker.pause(name)
             else:
                 self.worker.resume(name)
+                self._reconfigure(name)  # one created PAUSED, or paused from STOPPED, has no tasks yet
             return
         if name in self.worker.connectors:
             self.worker.stop_connector(name)
@@ -173,8 +174,10 @@ class Member:
             self._reconfigure(name)
 
     def _reconfigure(self, name: str) -> None:
-        """Ask the running connector for task configs; commit them when they differ from the committed ones."""
-        if self.configs.target_state(name) == TargetState.STOPPED:
+        """Ask the running connector for task configs; commit them when they differ from the committed ones. Only
+        a STARTED connector is asked (Kafka's ``DistributedHerder``): one created PAUSED, or paused from STOPPED, gets
+        its tasks once resumed."""
+        if self.configs.target_state(name) != TargetState.STARTED:
             return
         configs = generate_task_configs(self.worker, name)
         if configs is not None and configs != self.configs.task_configs(name):

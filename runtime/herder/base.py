@@ -25,6 +25,7 @@ from headwater.runtime.active_topics import ActiveTopics
 from headwater.runtime.connector_names import check_connector_name
 from headwater.runtime.connector_offsets import ConnectorOffsets, Offset
 from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFoundError
+from headwater.runtime.herder.health import Health
 from headwater.runtime.herder.lifecycle import put_status
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
 from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, resolve_connector_class
@@ -83,6 +84,8 @@ class Herder(abc.ABC):
     def __init__(self, worker: Worker, status_store: StatusStore, offset_store: OffsetStore) -> None:
         self.worker = worker
         self.lock = threading.RLock()
+        self.health = Health()
+        """Whether the worker has started and its herder answers (``GET /health``, KIP-1017)."""
         self.status_store = status_store
         self.active_topics = ActiveTopics(status_store, worker.clock, bool(worker.config["topic.tracking.enable"]))
         self.offsets = ConnectorOffsets(offset_store, worker.transport)

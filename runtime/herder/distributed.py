@@ -72,6 +72,10 @@ class DistributedHerder(Herder):
         """One pass of the worker's loop: follow the config and status topics, apply what changed, serve restart
         and reconfiguration requests, let the groups rebalance (waiting up to ``timeout_s``), record the topics
         the tasks used."""
+        with self.health.tick():
+            self._tick(timeout_s)
+
+    def _tick(self, timeout_s: float) -> None:
         self.config_store.read_available()
         self.status_store.log.read_available()
         version = self.config_store.version

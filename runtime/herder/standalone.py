@@ -42,11 +42,12 @@ class StandaloneHerder(Herder):
     def tick(self) -> None:
         """Serve task reconfiguration requests made by connectors (a connector whose ``start`` returned on its own
         thread makes one); record the topics the tasks used; report connectors whose ``start`` takes long."""
-        with self.lock:
-            for name, connector in list(self.worker.connectors.items()):
-                self._serve_reconfiguration(name, connector)
-            self.active_topics.track(list(self.worker.tasks.values()))
-        self.worker.report_starting()
+        with self.health.tick():
+            with self.lock:
+                for name, connector in list(self.worker.connectors.items()):
+                    self._serve_reconfiguration(name, connector)
+                self.active_topics.track(list(self.worker.tasks.values()))
+            self.worker.report_starting()
 
     def _await_start(self, name: str) -> None:
         connector = self.worker.connectors.get(name)
@@ -116,6 +117,7 @@ class StandaloneHerder(Herder):
             self.worker.pause(name)
         else:
             self.worker.resume(name)
+            self._reconfigure(name)  # one created PAUSED, or paused from STOPPED, has no tasks yet
 
     def _restart(self, request: RestartRequest, plan: RestartPlan) -> None:
         """Restart what the plan names; those restarted are reported RESTARTING first."""
@@ -157,7 +159,10 @@ class StandaloneHerder(Herder):
 
     def _reconfigure(self, name: str) -> None:
         """New task configs from the connector: when they differ from the running tasks', stop those and start
-        the new ones."""
+        the new ones. Only a STARTED connector is asked (Kafka's ``StandaloneHerder.updateConnectorTasks``): one
+        created PAUSED, or paused from STOPPED, gets its tasks once resumed."""
+        if self.target_states.get(name) is not TargetState.STARTED:
+            return
         configs = generate_task_configs(self.worker, name)
         if configs is None or (configs == self.task_configs.get(name) and self.worker.task_ids(name)):
             return

@@ -4,42 +4,35 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse, Response
 
 from headwater.runtime.herder.base import Herder
-from headwater.runtime.rest import schemas
+from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
 from headwater.runtime.rest.connectors import connectors_router
-from headwater.runtime.rest.errors import install_error_handlers, responses
+from headwater.runtime.rest.errors import install_error_handlers
 from headwater.runtime.rest.plugins import plugins_router
+from headwater.runtime.rest.requests import RequestShape
+from headwater.runtime.rest.root import headwater_version, root_router
 
 
-def headwater_version() -> str:
-    try:
-        return version("headwater")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-def create_app(herder: Herder, kafka_cluster_id: str | None = None) -> FastAPI:
+def create_app(
+    herder: Herder, kafka_cluster_id: str | None = None, health_timeout_s: float = DEFAULT_TIMEOUT_S
+) -> FastAPI:
     """The REST API of ``herder``'s worker; the worker's ``topic.tracking.enable`` and
-    ``topic.tracking.allow.reset`` decide whether active topics may be listed and reset."""
+    ``topic.tracking.allow.reset`` decide whether active topics may be listed and reset. ``GET /health`` waits up
+    to ``health_timeout_s`` for the herder."""
     config: Mapping[str, Any] = herder.worker.config
     app = FastAPI(
         title="Headwater REST API",
         version=headwater_version(),
         description="Kafka Connect's REST API, served by a Headwater worker.",
+        redirect_slashes=False,  # RequestShape strips trailing slashes: never a 307 that drops a body
     )
     install_error_handlers(app)
-
-    @app.get("/", tags=["root"], responses=responses(schemas.ServerInfo))
-    def server_info() -> Response:
-        """The worker's version and the Kafka cluster it works with."""
-        return JSONResponse({"version": headwater_version(), "commit": "unknown", "kafka_cluster_id": kafka_cluster_id})
-
+    app.add_middleware(RequestShape)
+    app.include_router(root_router(herder, kafka_cluster_id, health_timeout_s))
     tracking = bool(config["topic.tracking.enable"])
     app.include_router(connectors_router(herder, tracking, bool(config["topic.tracking.allow.reset"])))
     app.include_router(plugins_router(config))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from headwater.runtime.errors import BadRequestError, NotFoundError
@@ -29,6 +29,12 @@ def _named(name: str, config: dict[str, str | None]) -> dict[str, str | None]:
             f"Connector name configuration ({included}) doesn't match connector name in the URL ({name})"
         )
     return {**config, "name": name}
+
+
+def location(request: Request, name: str) -> dict[str, str]:
+    """The ``Location`` header of a created connector: its absolute URI, as Jersey resolves Connect's
+    ``/connectors/<name>`` against the request's base URI."""
+    return {"Location": f"{str(request.base_url).rstrip('/')}/connectors/{quote(name, safe='')}"}
 
 
 def connectors_router(herder: Herder, tracking: bool, allow_reset: bool) -> APIRouter:
@@ -55,13 +61,12 @@ def connectors_router(herder: Herder, tracking: bool, allow_reset: bool) -> APIR
         return JSONResponse(expanded)
 
     @router.post("", status_code=201, responses=responses(schemas.ConnectorInfo, 201, 400, 409))
-    def create_connector(request: schemas.CreateConnectorRequest) -> Response:
+    def create_connector(body: schemas.CreateConnectorRequest, request: Request) -> Response:
         """Create a connector; 409 when one of that name exists, 400 naming every bad key of an invalid config."""
-        name = (request.name or "").strip()
-        config = _named(name, string_config(request.config or {}))
-        herder.put_connector_config(name, config, allow_replace=False, initial_state=request.initial_state or "RUNNING")
-        headers = {"Location": f"/connectors/{quote(name, safe='')}"}
-        return JSONResponse(connector_info(herder, name), status_code=201, headers=headers)
+        name = (body.name or "").strip()
+        config = _named(name, string_config(body.config or {}))
+        herder.put_connector_config(name, config, allow_replace=False, initial_state=body.initial_state or "RUNNING")
+        return JSONResponse(connector_info(herder, name), status_code=201, headers=location(request, name))
 
     @router.get("/{connector}", responses=responses(schemas.ConnectorInfo, 200, 404))
     def get_connector(connector: str) -> Response:
@@ -79,13 +84,12 @@ def connectors_router(herder: Herder, tracking: bool, allow_reset: bool) -> APIR
         return JSONResponse(connector_info(herder, connector)["config"])
 
     @router.put("/{connector}/config", responses=responses(schemas.ConnectorInfo, 200, 400) | responses(None, 201))
-    def put_config(connector: str, config: Annotated[schemas.ConfigMap, Body()]) -> Response:
+    def put_config(connector: str, config: Annotated[schemas.ConfigMap, Body()], request: Request) -> Response:
         """Create (201) or replace (200) the connector's config."""
         created = herder.put_connector_config(connector, _named(connector, string_config(config)))
         if not created:
             return JSONResponse(connector_info(herder, connector))
-        headers = {"Location": f"/connectors/{quote(connector, safe='')}"}
-        return JSONResponse(connector_info(herder, connector), status_code=201, headers=headers)
+        return JSONResponse(connector_info(herder, connector), status_code=201, headers=location(request, connector))
 
     @router.patch("/{connector}/config", responses=responses(schemas.ConnectorInfo, 200, 400, 404))
     def patch_config(connector: str, patch: Annotated[schemas.ConfigMap, Body()]) -> Response:

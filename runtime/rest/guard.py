@@ -11,11 +11,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from headwater.runtime.rest.auth import CLIENT_CERTIFICATE, Authenticator, takes_client_certificate
 from headwater.runtime.rest.client_certificate import ClientCertificate
 from headwater.runtime.rest.errors import error_response
+from headwater.runtime.rest.requests import route_path
+from headwater.runtime.rest.root import HEALTH_PATH
 
 log = logging.getLogger(__name__)
 
-UNAUTHENTICATED_PATHS: frozenset[str] = frozenset()
-"""Paths served without authentication: none. A health check endpoint, once there is one, belongs here."""
+UNAUTHENTICATED_PATHS: frozenset[str] = frozenset({HEALTH_PATH})
+"""Paths served without authentication (with or without a trailing slash): the health check, which a load balancer
+or an orchestrator's probe calls (KIP-1017)."""
 
 
 class RequestGuard:
@@ -59,7 +62,7 @@ class RequestGuard:
         await self.app(scope, receive, send)
 
     def _refuses(self, authenticator: Authenticator, scope: Scope, headers: dict[str, str]) -> bool:
-        if scope["path"] in self.unauthenticated_paths:
+        if route_path(scope["path"]) in self.unauthenticated_paths:
             return False
         extra = {CLIENT_CERTIFICATE: ClientCertificate.from_scope(scope)} if self._pass_certificate else {}
         return authenticator.authenticate(scope["method"], scope["path"], headers, **extra) is None

@@ -16,7 +16,7 @@ from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, installed
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import responses
 from headwater.runtime.rest.views import string_config
-from headwater.runtime.validation import config_key_info, validate_connector_config
+from headwater.runtime.validation import config_key_info, orders_in_group, validate_connector_config
 from headwater.sdk.connector import Connector
 from headwater.sdk.errors import ConfigError
 
@@ -75,7 +75,9 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
             other = find_plugin(plugin, allowed)
             if other is None:
                 raise NotFoundError(f"Unknown plugin {plugin}: {error.reason}") from None
-            return JSONResponse([config_key_info(key) for key in other.config_def()])
+            keys = list(other.config_def())
+            orders = orders_in_group(keys)
+            return JSONResponse([config_key_info(key, orders[key.name]) for key in keys])
         infos = validate_connector_config({"connector.class": plugin}, worker_config)["configs"]
         own = cls().config_def().keys
         return JSONResponse([info["definition"] for info in infos if info["definition"]["name"] in own])

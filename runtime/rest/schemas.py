@@ -22,6 +22,11 @@ class ServerInfo(BaseModel):
     kafka_cluster_id: str | None
 
 
+class WorkerStatus(BaseModel):
+    status: Literal["healthy", "starting", "unhealthy"]
+    message: str
+
+
 class CreateConnectorRequest(BaseModel):
     name: str | None = None
     config: ConfigMap | None = None
@@ -48,6 +53,7 @@ class TaskInfo(BaseModel):
 class ConnectorState(BaseModel):
     state: str
     worker_id: str
+    version: str | None = Field(None, description="The plugin's version; left out when it cannot be told.")
     trace: str | None = Field(None, description="The failure's stack trace; left out when there is none.")
 
 
@@ -100,7 +106,7 @@ class ConfigKeyInfo(BaseModel):
     importance: str
     documentation: str
     group: str | None
-    order: int
+    order_in_group: int
     width: str
     display_name: str
     dependents: list[str]

@@ -3,16 +3,20 @@ Connect's JSON shapes; and request configs taken from JSON into Connect's string
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.errors import BadRequestError
+from headwater.runtime.errors import BadRequestError, NotFoundError
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.restarts import RestartPlan
+from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.secrets import hide, password_keys
 from headwater.runtime.storage.status import Status
 from headwater.runtime.tasks.base import TaskId
 from headwater.runtime.validation import config_string
+from headwater.sdk.connector import Connector
+from headwater.sdk.errors import ConfigError
 
 
 def string_config(config: Mapping[str, Any]) -> dict[str, str | None]:
@@ -57,25 +61,57 @@ def task_infos(herder: Herder, name: str) -> list[dict[str, Any]]:
 
 
 def connector_status(herder: Herder, name: str, restarting: RestartPlan | None = None) -> dict[str, Any]:
-    """``{"name", "connector": {state, worker_id, trace?}, "tasks": [{id, state, worker_id, trace?}], "type"}``;
-    the instances a restart plan names show RESTARTING. Raises NotFoundError when there is no status."""
+    """``{"name", "connector": {state, worker_id, version?, trace?}, "tasks": [{id, state, worker_id, version?,
+    trace?}], "type"}``; the instances a restart plan names show RESTARTING. Raises NotFoundError when there is no
+    status."""
     status = herder.connector_status(name)
     restarted = restarting.tasks if restarting else []
+    connector_version, task_version = plugin_versions(herder, name)
     return {
         "name": name,
-        "connector": state_info(status.connector, restarting is not None and restarting.connector),
-        "tasks": [{"id": task, **state_info(found, task in restarted)} for task, found in status.tasks.items()],
+        "connector": state_info(status.connector, restarting is not None and restarting.connector, connector_version),
+        "tasks": [
+            {"id": task, **state_info(found, task in restarted, task_version)} for task, found in status.tasks.items()
+        ],
         "type": status.type,
     }
 
 
 def task_status(herder: Herder, name: str, task: int) -> dict[str, Any]:
-    """``{"id", "state", "worker_id", "trace"?}``; raises NotFoundError."""
-    return {"id": task, **state_info(herder.task_status(TaskId(name, task)))}
+    """``{"id", "state", "worker_id", "version"?, "trace"?}``; raises NotFoundError."""
+    found = herder.task_status(TaskId(name, task))
+    return {"id": task, **state_info(found, version=plugin_versions(herder, name)[1])}
 
 
-def state_info(status: Status, restarting: bool = False) -> dict[str, Any]:
+def state_info(status: Status, restarting: bool = False, version: str | None = None) -> dict[str, Any]:
     shown: dict[str, Any] = {"state": "RESTARTING" if restarting else status.state, "worker_id": status.worker_id}
+    if version is not None:
+        shown["version"] = version
     if status.trace:
         shown["trace"] = status.trace
     return shown
+
+
+def plugin_versions(herder: Herder, name: str) -> tuple[str | None, str | None]:
+    """The versions of the connector's plugin and of its task class as installed on this worker (Kafka Connect
+    shows the versions its worker runs, KIP-891); None for one that cannot be told."""
+    try:
+        config = herder.connector_config(name)
+        cls = resolve_connector_class(config.get("connector.class") or "", allowed_modules=herder.allowed_modules)
+    except (ConfigError, NotFoundError):
+        return None, None
+    return _class_versions(cls)
+
+
+@functools.lru_cache(maxsize=256)
+def _class_versions(cls: type[Connector]) -> tuple[str | None, str | None]:
+    try:
+        connector = cls()
+        connector_version: str | None = str(connector.version())
+    except Exception:
+        return None, None
+    try:
+        task_version: str | None = str(connector.task_class()().version())
+    except Exception:
+        task_version = None
+    return connector_version, task_version

@@ -11,7 +11,15 @@ from typing import Any
 import httpx
 
 from headwater.runtime.distributed.command import DistributedWorker
+from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
+from headwater.runtime.rest import RestServer, create_app
+from headwater.runtime.rest.security import RestSecurity
 from headwater.runtime.standalone import StandaloneWorker
+from headwater.runtime.storage.offsets import MemoryOffsetStore
+from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
+from headwater.runtime.worker import Worker
+from support.connectors import ALLOWED_MODULES
 
 TIMEOUT_S = 30.0
 
@@ -99,6 +107,33 @@ class RestWorker:
 
     def __repr__(self) -> str:
         return f"RestWorker({self.url}, connectors={self.herder.connectors()})"
+
+
+class MemoryRestWorker:
+    """A worker on the in-memory broker, its standalone herder and its REST API on a free loopback port: no broker,
+    no run loop (a test that wants ticks calls ``herder.tick``). Its config is ``props`` (``_`` in keys for ``.``)."""
+
+    def __init__(self, health_timeout_s: float = DEFAULT_TIMEOUT_S, **props: Any) -> None:
+        config = {
+            "listeners": "http://127.0.0.1:0",
+            **ALLOWED_MODULES,
+            **{key.replace("_", "."): value for key, value in props.items()},
+        }
+        self.worker = Worker(config, MemoryTransport(MemoryBroker()), MemoryOffsetStore())
+        self.herder = StandaloneHerder(self.worker)
+        app = create_app(self.herder, health_timeout_s=health_timeout_s)
+        self.server = RestServer(app, "127.0.0.1", 0, RestSecurity.from_config(self.worker.config))
+        self.server.start()
+        self.url = self.server.url
+        self.http = httpx.Client(base_url=self.url, timeout=TIMEOUT_S)
+
+    def stop(self) -> None:
+        self.http.close()
+        self.server.stop()
+        self.herder.stop()
+
+    def __repr__(self) -> str:
+        return f"MemoryRestWorker({self.url}, {self.herder.health!r}, connectors={self.herder.connectors()})"
 
 
 def source_config(topic: str, **extra: Any) -> dict[str, Any]:

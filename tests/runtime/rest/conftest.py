@@ -13,7 +13,7 @@ from headwater.runtime.properties import format_properties, read_properties
 from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.status import StatusStore
 from support.connectors import ALLOWED_MODULES
-from support.rest_worker import RestWorker
+from support.rest_worker import MemoryRestWorker, RestWorker
 
 MakeWorker = Callable[..., RestWorker]
 
@@ -50,3 +50,26 @@ def make_rest_worker(kafka_bootstrap: str, tmp_path: Path, runtime_handles: Runt
 def rest_worker(make_rest_worker: MakeWorker) -> RestWorker:
     """A running worker with the default worker config."""
     return make_rest_worker()
+
+
+@pytest.fixture
+def make_memory_rest(runtime_handles: RuntimeHandles) -> Iterator[Callable[..., MemoryRestWorker]]:
+    """``make_memory_rest(health_timeout_s=10.0, **worker_props)``: an in-memory worker serving REST, no broker;
+    stopped after the test."""
+    made: list[MemoryRestWorker] = []
+
+    def make(**props: Any) -> MemoryRestWorker:
+        made.append(MemoryRestWorker(**props))
+        return made[-1]
+
+    yield make
+    for worker in made:
+        worker.stop()
+
+
+@pytest.fixture
+def memory_rest(make_memory_rest: Callable[..., MemoryRestWorker]) -> MemoryRestWorker:
+    """An in-memory worker serving REST whose herder is ready (as its command marks it once started)."""
+    worker = make_memory_rest()
+    worker.herder.health.ready()
+    return worker

@@ -30,6 +30,7 @@ CONNECTORS = {
 def fuzz_server() -> Iterator[RestServer]:
     worker = Worker({}, MemoryTransport(MemoryBroker()), MemoryOffsetStore())
     herder = StandaloneHerder(worker)
+    herder.health.ready()  # no run loop: healthy while its herder can be taken
     for name, config in CONNECTORS.items():
         herder.put_connector_config(name, config)
     server = RestServer(create_app(herder), "127.0.0.1", 0)

@@ -18,7 +18,7 @@ DEFINITION_KEYS = {
     "importance",
     "documentation",
     "group",
-    "order",
+    "order_in_group",
     "width",
     "display_name",
     "dependents",

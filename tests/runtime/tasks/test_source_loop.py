@@ -160,16 +160,22 @@ def test_paused_task_is_not_polled_and_resumes(make_simulated_worker: Make, runt
     assert len(worker.messages("data")) > sent
 
 
-def test_connector_created_paused_starts_without_polling(
+def test_connector_created_paused_has_no_task_until_resumed(
     make_simulated_worker: Make, runtime_handles: RuntimeHandles
 ) -> None:
+    """As Kafka Connect's herders, which ask only a STARTED connector for task configs (KIP-980)."""
     worker = make_simulated_worker(FAST)
     worker.herder.put_connector_config(
         "src", {"connector.class": "monitorable-source", "topic": "data"}, initial_state="PAUSED"
     )
     worker.advance(500)
-    assert "poll" not in runtime_handles.task("src").names()
-    assert worker.task_state("src") is State.PAUSED
+    assert worker.herder.connector_state("src") is State.PAUSED
+    assert worker.herder.tasks("src") == []
+    assert worker.task_state("src") is None
+    worker.resume_connector("src")
+    worker.advance(500)
+    assert worker.task_state("src") is State.RUNNING
+    assert "poll" in runtime_handles.task("src").names()
 
 
 def test_none_offset_deletes_the_stored_offset(make_simulated_worker: Make, runtime_handles: RuntimeHandles) -> None:
