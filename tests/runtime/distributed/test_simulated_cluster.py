@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 from headwater.harness import SimulatedCluster
-from headwater.harness.simulated_cluster import OFFSETS_TOPIC
+from headwater.harness.simulated_cluster import OFFSETS_TOPIC, ClusterWorker
 from headwater.runtime.storage.offsets import parse_offset_key
 from headwater.runtime.tasks.base import TaskId
 
@@ -139,3 +139,29 @@ def test_patches_through_two_workers_at_once_keep_both_changes() -> None:
         assert worker.herder.connector_config("a") == expected
     cluster.run_until(lambda: [id.task for id in cluster.running(["a"])] == [0, 1], what="a's two new tasks")
     assert {task["topic"] for task in first.herder.tasks("a")} == {"out-a2"}
+
+
+def test_a_connector_created_paused_or_paused_from_stopped_has_no_task_until_resumed() -> None:
+    """As Kafka Connect's distributed herder, which asks only a STARTED connector for task configs (KIP-980)."""
+    cluster = SimulatedCluster(2)
+    first, second = cluster.live
+    config = {"connector.class": SOURCE, "tasks.max": "2", "topic": "out-a"}
+    first.herder.put_connector_config("a", config, initial_state="PAUSED")
+    first.herder.put_connector_config("b", {**config, "topic": "out-b"}, initial_state="STOPPED")
+    second.herder.pause_connector("b")
+
+    def paused(worker: ClusterWorker, name: str) -> bool:
+        found = worker.status_store.connector(name)
+        return found is not None and found.state == "PAUSED"
+
+    cluster.run_until(
+        lambda: all(paused(worker, name) for worker in cluster.live for name in CONNECTORS),
+        what="both connectors PAUSED",
+    )
+    cluster.advance(500)
+    for worker in cluster.live:
+        assert [worker.herder.tasks(name) for name in CONNECTORS] == [[], []]
+    assert cluster.running() == []
+    second.herder.resume_connector("a")
+    first.herder.resume_connector("b")
+    cluster.run_until(lambda: len(cluster.running()) == 4, what="two tasks of each once resumed")
