@@ -1,10 +1,12 @@
-"""Restart requests through the config topic, and the config store a distributed worker follows.
+"""Restart requests and logger levels through the config topic, and the config store a distributed worker follows.
 
 ``POST /connectors/<c>/restart`` on any worker writes Kafka Connect's ``restart-connector-<c>`` record,
 ``{"include-tasks":bool,"only-failed":bool}`` (KIP-745). ``POST /connectors/<c>/tasks/<n>/restart`` writes
 Headwater's ``restart-task-<c>-<n>`` record, ``{}``: Kafka Connect forwards that request to the task's worker over
-REST instead, and its workers skip the key. Every worker reads every request and acts on what it runs; requests
-already in the topic when a worker starts are history, not acted on.
+REST instead, and its workers skip the key. ``PUT /admin/loggers/<namespace>?scope=cluster`` writes Kafka Connect's
+``logger-cluster-<namespace>`` record, ``{"level":"DEBUG"}`` (KIP-976). Every worker reads every request and acts on
+what it runs (a logger level: on itself); requests already in the topic when a worker starts are history, not acted
+on.
 """
 
 from __future__ import annotations
@@ -46,6 +48,26 @@ def parse_restart(key: bytes | None, value: bytes | None) -> RestartRequest | No
     return None
 
 
+LOGGER_PREFIX = "logger-cluster-"
+
+
+def logger_record(namespace: str, level: str) -> Record:
+    """Kafka Connect's ``logger-cluster-<namespace>`` record, ``{"level": ...}`` (KIP-976)."""
+    return f"{LOGGER_PREFIX}{namespace}".encode(), json_bytes({"level": level})
+
+
+def parse_logger_level(key: bytes | None, value: bytes | None) -> tuple[str, str] | None:
+    """The (namespace, level) a config-topic record holds; ``None`` for any other record and for malformed ones."""
+    try:
+        text = (key or b"").decode("utf-8")
+        data = None if value is None else strict_loads(value)
+    except ValueError:
+        return None
+    if not text.startswith(LOGGER_PREFIX) or not isinstance(data, dict) or not isinstance(data.get("level"), str):
+        return None
+    return text.removeprefix(LOGGER_PREFIX), data["level"]
+
+
 class ClusterConfigStore(KafkaConfigStore):
     """The config store of a distributed worker: a :class:`KafkaConfigStore` that also counts the records it reads
     (:attr:`version`, so a worker sees at a glance whether anything changed), keeps the restart requests read
@@ -57,6 +79,7 @@ class ClusterConfigStore(KafkaConfigStore):
         super().__init__(*args, **kwargs)
         self.version = 0
         self._requests: collections.deque[RestartRequest] = collections.deque()
+        self._logger_levels: collections.deque[tuple[str, str]] = collections.deque()
         self._following = False
         self._deleted: dict[str, dict[str, Any]] = {}
 
@@ -70,6 +93,18 @@ class ClusterConfigStore(KafkaConfigStore):
 
     def request_restart(self, request: RestartRequest) -> None:
         self._write([restart_record(request)])
+
+    def put_logger_level(self, namespace: str, level: str) -> None:
+        """Ask every worker to set a namespace's level (each applies it once read, :meth:`logger_levels`)."""
+        self._write([logger_record(namespace, level)])
+
+    def logger_levels(self) -> list[tuple[str, str]]:
+        """The (namespace, level) records read since the last call, oldest first; those in the topic before
+        :meth:`start` are history, not returned (Kafka Connect's workers skip them too)."""
+        found = []
+        while self._logger_levels:
+            found.append(self._logger_levels.popleft())
+        return found
 
     def restart_requests(self) -> list[RestartRequest]:
         """The requests read since the last call, oldest first."""
@@ -95,3 +130,5 @@ class ClusterConfigStore(KafkaConfigStore):
         self.version += 1
         if self._following and (request := parse_restart(key, value)) is not None:
             self._requests.append(request)
+        if self._following and (level := parse_logger_level(key, value)) is not None:
+            self._logger_levels.append(level)

@@ -28,6 +28,7 @@ from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFou
 from headwater.runtime.herder.health import Health
 from headwater.runtime.herder.lifecycle import put_status
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
+from headwater.runtime.loggers import Loggers, parse_level
 from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, resolve_connector_class
 from headwater.runtime.secrets import (
     password_keys,
@@ -86,6 +87,8 @@ class Herder(abc.ABC):
         self.lock = threading.RLock()
         self.health = Health()
         """Whether the worker has started and its herder answers (``GET /health``, KIP-1017)."""
+        self.loggers = Loggers(worker.clock)
+        """This process's loggers, their levels and when this worker changed them (``/admin/loggers``, KIP-495)."""
         self.status_store = status_store
         self.active_topics = ActiveTopics(status_store, worker.clock, bool(worker.config["topic.tracking.enable"]))
         self.offsets = ConnectorOffsets(offset_store, worker.transport)
@@ -271,6 +274,17 @@ class Herder(abc.ABC):
             kind = self._require_stopped(name)
             self._refresh_offsets()
             return self.offsets.reset(name, kind)
+
+    # ---- loggers ---------------------------------------------------------------------------------------------
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Set a namespace's level on every worker of the cluster (KIP-976); BadRequestError for an unknown level.
+        A standalone worker is its whole cluster."""
+        parse_level(level)
+        self._set_cluster_logger_level(namespace, level)
+
+    def _set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        self.loggers.set_level(namespace, level)
 
     # ---- statuses ------------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.group import SlotGroup
 from headwater.runtime.distributed.member import Member
 from headwater.runtime.distributed.slots import Slot, SlotPlan
+from headwater.runtime.errors import BadRequestError
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest
 from headwater.runtime.storage.configs import TargetState
@@ -86,6 +87,11 @@ class DistributedHerder(Herder):
             self.member.update(plan)
             self._version = version  # only once applied: a failed pass is tried again
         self.member.serve_requests()
+        for namespace, level in self.config_store.logger_levels():
+            try:
+                self.loggers.set_level(namespace, level)
+            except BadRequestError as error:  # written by another worker version, say: not ours to refuse
+                log.error("cannot set the level of logger %s from the config topic: %s", namespace, error)
         self.worker.report_starting()
         self.task_group.poll(timeout_s)
         self.connector_group.poll(0)
@@ -148,6 +154,10 @@ class DistributedHerder(Herder):
     def _restart(self, request: RestartRequest, plan: RestartPlan) -> None:
         """Write the request to the config topic; each worker running part of the connector carries it out."""
         self.config_store.request_restart(request)
+
+    def _set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Through the config topic, as Kafka Connect does: every worker, this one too, applies it once read."""
+        self.config_store.put_logger_level(namespace, level)
 
     def _running_tasks(self, name: str) -> list[WorkerTask]:
         return [task for task in self.member.running_tasks() if task.id.connector == name]

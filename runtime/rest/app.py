@@ -12,6 +12,7 @@ from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
 from headwater.runtime.rest.connectors import connectors_router
 from headwater.runtime.rest.errors import install_error_handlers
+from headwater.runtime.rest.loggers import loggers_router
 from headwater.runtime.rest.plugins import plugins_router
 from headwater.runtime.rest.requests import RequestShape
 from headwater.runtime.rest.root import headwater_version, root_router
@@ -36,4 +37,5 @@ def create_app(
     tracking = bool(config["topic.tracking.enable"])
     app.include_router(connectors_router(herder, tracking, bool(config["topic.tracking.allow.reset"])))
     app.include_router(plugins_router(config))
+    app.include_router(loggers_router(herder))
     return app

@@ -27,6 +27,11 @@ class WorkerStatus(BaseModel):
     message: str
 
 
+class LoggerLevel(BaseModel):
+    level: str = Field(description="TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF.")
+    last_modified: int | None = Field(description="When this worker last changed it (epoch ms); null if never.")
+
+
 class CreateConnectorRequest(BaseModel):
     name: str | None = None
     config: ConfigMap | None = None

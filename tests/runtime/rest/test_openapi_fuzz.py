@@ -6,6 +6,7 @@ exist, and generated connector names are mixed with theirs so requests reach rea
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,9 +36,13 @@ def fuzz_server() -> Iterator[RestServer]:
         herder.put_connector_config(name, config)
     server = RestServer(create_app(herder), "127.0.0.1", 0)
     server.start()
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    levels = {logger: logger.level for logger in loggers if isinstance(logger, logging.Logger)}
     yield server
     server.stop()
     herder.stop()
+    for logger, level in levels.items():  # a generated PUT /admin/loggers may have set one
+        logger.setLevel(level)
 
 
 def operation_labels() -> list[str]:
