@@ -52,6 +52,19 @@ def _same_plugin(included: str, plugin: str, allowed: list[str]) -> bool:
         return False
 
 
+LATEST = "latest"
+
+
+def _check_version(plugin: str, wanted: str, installed: str | None) -> None:
+    """Kafka Connect 4 takes a plugin version (KIP-891); one version of each plugin is installed here, so anything
+    but ``latest`` or that version is refused naming the installed one."""
+    if wanted.strip() not in (LATEST, installed):
+        raise BadRequestError(
+            f"Plugin {plugin} has no version {wanted!r}: the installed version is {installed or 'unknown'} "
+            f"(a version range is not supported)"
+        )
+
+
 def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
     """The routes of ``/connector-plugins``; ``worker_config`` is the worker's parsed config (its converters are a
     connector's unless it names its own)."""
@@ -66,8 +79,11 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
         others = [] if connectors_only else [desc.info() for desc in plugin_descs()]
         return JSONResponse([*plugin_infos(), *others])
 
-    @router.get("/{plugin}/config", responses=responses(list[schemas.ConfigKeyInfo], 200, 404))
-    def plugin_config(plugin: str) -> Response:
+    @router.get("/{plugin}/config", responses=responses(list[schemas.ConfigKeyInfo], 200, 400, 404))
+    def plugin_config(
+        plugin: str,
+        version: Annotated[str, Query(description="The installed version, or latest (one is installed)")] = LATEST,
+    ) -> Response:
         """The plugin's own config keys: a connector's, or a transformation's, predicate's or converter's."""
         try:
             cls = resolve_connector_class(plugin, allowed_modules=allowed)
@@ -75,11 +91,14 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
             other = find_plugin(plugin, allowed)
             if other is None:
                 raise NotFoundError(f"Unknown plugin {plugin}: {error.reason}") from None
+            _check_version(plugin, version, other.version)
             keys = list(other.config_def())
             orders = orders_in_group(keys)
             return JSONResponse([config_key_info(key, orders[key.name]) for key in keys])
+        connector = cls()
+        _check_version(plugin, version, connector.version())
         infos = validate_connector_config({"connector.class": plugin}, worker_config)["configs"]
-        own = cls().config_def().keys
+        own = connector.config_def().keys
         return JSONResponse([info["definition"] for info in infos if info["definition"]["name"] in own])
 
     @router.put("/{plugin}/config/validate", responses=responses(schemas.ConfigInfos, 200, 400))

@@ -198,3 +198,18 @@ def test_pausing_a_stopped_connector_lists_no_task_until_resumed(memory_rest: Me
     assert tasks_of(memory_rest, "idle") == ([], [], [])
     assert memory_rest.http.put("/connectors/idle/resume").status_code == 202
     wait_until(lambda: len(tasks_of(memory_rest, "idle")[2]) == 2, "two tasks once resumed")
+
+
+def test_a_plugin_config_asked_for_another_version_is_refused_naming_the_installed_one(
+    memory_rest: MemoryRestWorker,
+) -> None:
+    path = "/connector-plugins/tests.runtime.rest.test_rest_parity:VersionedSource/config"
+    for version in ("latest", "7.1"):
+        assert memory_rest.http.get(path, params={"version": version}).status_code == 200, version
+    refused = memory_rest.http.get(path, params={"version": "[8.0,9.0)"})
+    assert refused.status_code == 400, refused.text
+    assert "no version '[8.0,9.0)': the installed version is 7.1" in refused.json()["message"]
+    transform = memory_rest.http.get(
+        "/connector-plugins/org.apache.kafka.connect.transforms.InsertField$Value/config", params={"version": "0.1"}
+    )
+    assert transform.status_code == 400, transform.text
