@@ -9,6 +9,7 @@ BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.Basic
 """The one ``rest.extension.classes`` entry Headwater implements: Kafka Connect's basic-auth extension."""
 
 HTTPS = "listeners.https."
+ADMIN_LISTENERS = "admin.listeners"
 TLS_GROUP = "REST TLS"
 AUTH_GROUP = "REST authentication"
 
@@ -112,6 +113,15 @@ LISTENER_CONFIG = (
         "Name of an authenticator in the headwater.rest_authenticators entry-point group, asked about every REST "
         "request (see Security in the docs).",
         group=AUTH_GROUP,
+    )
+    .define(
+        ADMIN_LISTENERS,
+        Type.LIST,
+        None,
+        Importance.LOW,
+        "Where the admin endpoints (/admin/loggers) are served: unset, on the listener of listeners; empty, "
+        "nowhere (they answer 404). Headwater serves no listener of their own: any other value than unset, empty "
+        "or the listeners value is refused.",
     )
     .define(
         "rest.request.body.max.bytes",

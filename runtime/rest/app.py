@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
+from headwater.runtime.listener_config import ADMIN_LISTENERS
 from headwater.runtime.rest.connectors import connectors_router
 from headwater.runtime.rest.errors import install_error_handlers
 from headwater.runtime.rest.loggers import loggers_router
@@ -37,5 +38,6 @@ def create_app(
     tracking = bool(config["topic.tracking.enable"])
     app.include_router(connectors_router(herder, tracking, bool(config["topic.tracking.allow.reset"])))
     app.include_router(plugins_router(config))
-    app.include_router(loggers_router(herder))
+    if config.get(ADMIN_LISTENERS) != []:  # empty: the admin endpoints are disabled, as in Kafka Connect
+        app.include_router(loggers_router(herder))
     return app

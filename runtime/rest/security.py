@@ -12,7 +12,7 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from headwater.runtime.config import is_https
-from headwater.runtime.listener_config import LISTENER_CONFIG
+from headwater.runtime.listener_config import ADMIN_LISTENERS, LISTENER_CONFIG
 from headwater.runtime.rest.auth import Authenticator, configured_authenticator
 from headwater.runtime.rest.guard import RequestGuard
 from headwater.runtime.rest.tls import TlsSettings
@@ -50,6 +50,14 @@ class RestSecurity:
                     f"TLS settings are given but the listener {listener} is not https://; use an https:// listener "
                     f"or remove {', '.join(unused)}",
                 )
+        admin = config.get(ADMIN_LISTENERS)
+        if admin and [str(url).strip() for url in admin] != [str(url).strip() for url in config["listeners"]]:
+            raise ConfigError(
+                ADMIN_LISTENERS,
+                ",".join(admin),
+                "Headwater serves the admin endpoints on the listener of listeners or nowhere: leave this unset, "
+                "empty (no admin endpoints) or equal to listeners",
+            )
         return cls(tls, configured_authenticator(config), int(config["rest.request.body.max.bytes"]))
 
     @property

@@ -4,18 +4,20 @@ Connect's names and shapes, on this worker or, through the config topic, on ever
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from headwater.harness import SimulatedCluster
 from headwater.runtime.loggers import OFF, TRACE
+from headwater.sdk.errors import ConfigError
 from support.rest_worker import MemoryRestWorker
 from support.unknown_keys import UnknownKeyWarnings
 
 NAMESPACE = "headwater.runtime"
 WARNING_FROM = "headwater.runtime.herder.base"
 """Warns about each unknown key of a connector config it stores."""
+MakeMemory = Callable[..., MemoryRestWorker]
 SOURCE = {"connector.class": "monitorable-source", "topic": "t", "max.messages": "0"}
 
 
@@ -149,3 +151,19 @@ def test_cluster_scope_reaches_every_worker_through_the_config_topic() -> None:
     logging.getLogger("tests.loggers.cluster").setLevel(logging.DEBUG)
     cluster.step()
     assert logging.getLogger("tests.loggers.cluster").level == logging.DEBUG, "a record is applied once"
+
+
+def test_an_empty_admin_listeners_disables_the_admin_endpoints(make_memory_rest: MakeMemory) -> None:
+    worker = make_memory_rest(admin_listeners="")
+    assert worker.http.get("/admin/loggers").status_code == 404
+    assert worker.http.put(f"/admin/loggers/{NAMESPACE}", json={"level": "ERROR"}).status_code == 404
+    assert worker.http.get("/connectors").status_code == 200
+    same = make_memory_rest(admin_listeners="http://127.0.0.1:0")  # the listeners value: served there
+    assert same.http.get("/admin/loggers").status_code == 200
+
+
+def test_an_admin_listener_of_its_own_is_refused_naming_the_key(make_memory_rest: MakeMemory) -> None:
+    with pytest.raises(ConfigError) as refused:
+        make_memory_rest(admin_listeners="http://127.0.0.1:9093")
+    assert refused.value.key == "admin.listeners"
+    assert "leave this unset, empty (no admin endpoints) or equal to listeners" in str(refused.value)
