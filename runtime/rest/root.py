@@ -12,6 +12,7 @@ from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import responses
 
 HEALTH_PATH = "/health"
+HEALTH_ERRORS = {503: "The worker is still starting", 500: "The worker's herder does not answer"}
 
 
 def headwater_version() -> str:
@@ -42,6 +43,3 @@ def root_router(herder: Herder, kafka_cluster_id: str | None, health_timeout_s: 
         return JSONResponse(found.body(), status_code=found.code)
 
     return router
-
-
-HEALTH_ERRORS = {503: "The worker is still starting", 500: "The worker's herder does not answer"}

@@ -29,7 +29,7 @@ def test_openapi_spec_is_served(rest_worker: RestWorker) -> None:
 
 def test_create_then_read_info_config_and_list(rest_worker: RestWorker, unique_name: str) -> None:
     response = rest_worker.create(unique_name, source_config(f"{unique_name}-t", tasks_max=2))
-    assert response.headers["location"] == f"/connectors/{unique_name}"
+    assert response.headers["location"] == f"{rest_worker.url}/connectors/{unique_name}"
     info = response.json()
     assert info == {
         "name": unique_name,
@@ -85,7 +85,7 @@ def test_unknown_connector_class_is_a_bad_config(rest_worker: RestWorker, unique
 def test_put_config_creates_with_201_then_replaces_with_200(rest_worker: RestWorker, unique_name: str) -> None:
     created = rest_worker.http.put(f"/connectors/{unique_name}/config", json=source_config("first"))
     assert created.status_code == 201
-    assert created.headers["location"] == f"/connectors/{unique_name}"
+    assert created.headers["location"] == f"{rest_worker.url}/connectors/{unique_name}"
     replaced = rest_worker.http.put(f"/connectors/{unique_name}/config", json=source_config("second", tasks_max=2))
     assert replaced.status_code == 200
     assert replaced.json()["config"]["topic"] == "second"

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from headwater.runtime.distributed import DistributedWorker
 from headwater.runtime.herder.health import HEALTHY, STARTING, UNHEALTHY
 from headwater.runtime.properties import format_properties, read_connector_properties, read_properties
 from headwater.runtime.standalone import StandaloneWorker
 from support import slow_start
 from support.connectors import ALLOWED_MODULES
+from support.distributed_process import cluster_props
 from support.rest_worker import MemoryRestWorker, RestWorker, wait_until
 
 MakeMemory = Callable[..., MemoryRestWorker]
@@ -131,3 +133,30 @@ def test_a_standalone_worker_is_starting_until_its_connectors_started(
     wait_until(lambda: health(held_worker)[0] == 200, "the worker becoming healthy")
     assert health(held_worker) == (200, {"status": "healthy", "message": HEALTHY})
     assert held_worker.status(unique_name)["connector"]["state"] == "RUNNING"
+
+
+@pytest.mark.kafka
+def test_a_distributed_worker_is_starting_until_its_first_pass(
+    kafka_bootstrap: str, tmp_path: Path, unique_name: str
+) -> None:
+    path = tmp_path / "worker.properties"
+    path.write_text(format_properties(cluster_props(kafka_bootstrap, unique_name)), encoding="utf-8")
+    distributed = DistributedWorker(read_properties(path))
+    gate = threading.Event()
+    tick = distributed.herder.tick
+
+    def held_tick(timeout_s: float = 0.05) -> None:  # the first pass waits for the gate: not joined yet
+        gate.wait()
+        tick(timeout_s)
+
+    distributed.herder.tick = held_tick  # type: ignore[method-assign]
+    worker = RestWorker(distributed)
+    try:
+        code, body = health(worker)
+        assert (code, body) == (503, {"status": "starting", "message": f"{STARTING} Joining group {unique_name}."})
+        gate.set()
+        wait_until(lambda: health(worker)[0] == 200, "the worker becoming healthy")
+        assert health(worker) == (200, {"status": "healthy", "message": HEALTHY})
+    finally:
+        gate.set()
+        worker.stop()

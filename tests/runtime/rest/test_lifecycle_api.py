@@ -45,10 +45,10 @@ def test_status_and_tasks_of_a_running_connector(rest_worker: RestWorker, unique
     assert worker_id == rest_worker.standalone.worker.worker_id
     assert status == {
         "name": unique_name,
-        "connector": {"state": "RUNNING", "worker_id": worker_id},
+        "connector": {"state": "RUNNING", "worker_id": worker_id, "version": "0.0.0"},
         "tasks": [
-            {"id": 0, "state": "RUNNING", "worker_id": worker_id},
-            {"id": 1, "state": "RUNNING", "worker_id": worker_id},
+            {"id": 0, "state": "RUNNING", "worker_id": worker_id, "version": "0.0.0"},
+            {"id": 1, "state": "RUNNING", "worker_id": worker_id, "version": "0.0.0"},
         ],
         "type": "source",
     }
@@ -56,7 +56,7 @@ def test_status_and_tasks_of_a_running_connector(rest_worker: RestWorker, unique
     assert [task["id"] for task in tasks] == [{"connector": unique_name, "task": t} for t in (0, 1)]
     assert tasks[1]["config"]["task.id"] == "1"
     task = rest_worker.http.get(f"/connectors/{unique_name}/tasks/1/status")
-    assert task.json() == {"id": 1, "state": "RUNNING", "worker_id": worker_id}
+    assert task.json() == {"id": 1, "state": "RUNNING", "worker_id": worker_id, "version": "0.0.0"}
 
 
 def test_unknown_task_status_is_not_found(rest_worker: RestWorker, unique_name: str) -> None:
