@@ -18,6 +18,7 @@ from headwater.runtime.listener_config import BASIC_AUTH_EXTENSION
 from headwater.runtime.rest import RestServer
 from headwater.runtime.rest.auth import JAAS_ENV
 from headwater.runtime.rest.client_certificate import ClientCertificate
+from headwater.runtime.rest.guard import UNAUTHENTICATED_PATHS
 from headwater.sdk.errors import ConfigError
 from support.process import WorkerProcess
 from support.secure_server import Certificates, rest_server, serving
@@ -67,7 +68,11 @@ def test_every_route_needs_the_right_credentials(credentials: str) -> None:
         open_client = stack.enter_context(httpx.Client(base_url=open_server.url, timeout=10))
         client = stack.enter_context(httpx.Client(base_url=server.url, timeout=10))
         assert ("POST", "/connectors") in routes and ("GET", "/openapi.json") in routes
+        assert ("GET", "/health") in routes
         for method, path in routes:
+            if path in UNAUTHENTICATED_PATHS:  # the health check (KIP-1017): answered to anyone
+                assert send(client, method, path).status_code == send(open_client, method, path).status_code != 401
+                continue
             for headers in (None, basic("admin", "wrong"), basic("nobody", "s3cret"), {"Authorization": "Basic ?"}):
                 refused = send(client, method, path, headers)
                 assert refused.status_code == 401, (method, path, headers, refused.text)

@@ -61,7 +61,7 @@ def every_get(http: httpx.Client, name: str) -> dict[str, str]:
     paths = [path for path, methods in http.get("/openapi.json").json()["paths"].items() if "get" in methods]
     assert "/connectors/{connector}/config" in paths and "/connectors/{connector}/tasks" in paths
     filled = [path.replace("{connector}", name).replace("{task}", "0") for path in paths]
-    filled = [path.replace("{plugin}", CONFIG["connector.class"]) for path in filled]
+    filled = [path.replace("{plugin}", CONFIG["connector.class"]).replace("{logger}", "root") for path in filled]
     filled += ["/connectors?expand=info&expand=status"]
     assert not [path for path in filled if "{" in path], "a GET endpoint with a parameter this test does not fill"
     return {path: http.get(path).text for path in filled}
