@@ -9,6 +9,7 @@ from typing import Any
 from headwater.runtime.listener_config import LISTENER_CONFIG
 from headwater.runtime.override_policy import CLIENT_SETTINGS_CONFIG
 from headwater.runtime.tasks.tolerance import ErrorSettings
+from headwater.runtime.topic_creation import GROUPS_CONFIG as TOPIC_CREATION_CONFIG
 from headwater.runtime.transforms.config import CHAIN_CONFIG
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, at_least, non_empty_string, one_of
 from headwater.sdk.errors import ConfigError
@@ -179,6 +180,16 @@ WORKER_CONFIG = (
         "Record the topics each connector uses in the status store (KIP-558) and serve them over REST.",
     )
     .define(
+        "topic.creation.enable",
+        Type.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Let source connectors create the topics they write to (KIP-158): a source task creates a missing topic "
+        "before its first record to it with its connector's topic.creation.* settings. Off, a connector config "
+        "with a topic.creation.* key is refused, and a topic a source writes to must exist or be created by the "
+        "broker on first use.",
+    )
+    .define(
         "topic.tracking.allow.reset",
         Type.BOOLEAN,
         True,
@@ -341,6 +352,7 @@ SOURCE_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
         "Overrides the worker's heartbeat.records.topic for this connector.",
         non_empty_string,
     )
+    .merge(TOPIC_CREATION_CONFIG)
 )
 
 SINK_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(

@@ -167,6 +167,8 @@ class Consumer(Protocol):
 
 @dataclass(frozen=True)
 class NewTopic:
+    """A topic to create: ``partitions`` and ``replication_factor`` may be -1 for the broker's default."""
+
     name: str
     partitions: int = 1
     replication_factor: int = 1
@@ -175,11 +177,19 @@ class NewTopic:
 
 class Admin(Protocol):
     def create_topics(self, topics: Sequence[NewTopic]) -> None:
-        """Create the topics that do not exist yet; existing ones are left as they are."""
+        """Create the topics that do not exist yet; existing ones are left as they are. Raises
+        :class:`ConnectError` with the cluster's reason when it refuses one (a replication factor over its number of
+        brokers, an unknown topic config, no authorization), :class:`RetriableError` when it does not answer."""
         ...
 
     def list_topics(self) -> dict[str, int]:
         """Topic name -> partition count."""
+        ...
+
+    def describe_topics(self, names: Sequence[str]) -> dict[str, int]:
+        """Topic name -> partition count, for those of ``names`` that exist (asking for these topics only, and
+        never creating one). Raises :class:`RetriableError` when the cluster does not answer in time and
+        :class:`ConnectError` when it refuses (not authorized, say)."""
         ...
 
     def delete_topics(self, names: Sequence[str], wait: bool = True) -> None:

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import Producer as RdProducer
 from confluent_kafka import TopicPartition as RdTopicPartition
@@ -573,6 +573,28 @@ class KafkaAdmin:
     def list_topics(self) -> dict[str, int]:
         metadata = self._admin.list_topics(timeout=30)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+    def describe_topics(self, names: Sequence[str]) -> dict[str, int]:
+        """See :meth:`Admin.describe_topics`: Kafka's DescribeTopics (a metadata request naming the topics would
+        create them on a broker that creates topics on first use)."""
+        if not names:
+            return {}
+        found: dict[str, int] = {}
+        futures = self._admin.describe_topics(TopicCollection(list(names)), request_timeout=_ADMIN_TIMEOUT_S)
+        for name, future in futures.items():
+            try:
+                found[name] = len(future.result(timeout=_ADMIN_TIMEOUT_S).partitions)
+            except KafkaException as error:
+                code = error.args[0].code()
+                if code in TOPIC_MISSING:
+                    continue
+                failure = _error(error)
+                raise type(failure)(f"cannot describe topic {name}: {failure}") from None
+            except TimeoutError:
+                raise RetriableError(
+                    f"cannot describe topic {name}: no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s"
+                ) from None
+        return found
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         request = [ConsumerGroupTopicPartitions(group_id)]

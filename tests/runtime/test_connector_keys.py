@@ -47,8 +47,6 @@ def errors_by_key(infos: dict[str, Any]) -> dict[str, list[str]]:
 @pytest.mark.parametrize(
     ("key", "sink"),
     [
-        ("topic.creation.groups", False),
-        ("topic.creation.default.partitions", False),
         ("exactly.once.support", False),
         ("transaction.boundary", False),
         ("transaction.boundary.interval.ms", False),
