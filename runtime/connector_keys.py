@@ -102,12 +102,6 @@ NOT_IMPLEMENTED: tuple[Unimplemented, ...] = (
         kinds=SOURCE,
     ),
     Unimplemented(
-        "topics.regex",
-        _NOT_YET.format("subscribing a sink to a topic pattern"),
-        "list its topics in topics",
-        kinds=SINK,
-    ),
-    Unimplemented(
         "errors.deadletterqueue.",
         "a source connector has no dead-letter queue (Kafka Connect defines one for sink connectors only)",
         "remove the key; errors.log.enable=true logs the records errors.tolerance=all skips",

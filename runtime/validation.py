@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime import topic_creation
+from headwater.runtime import sink_topics, topic_creation
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import UNKNOWN_KEYS, converter_errors, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
@@ -114,6 +114,9 @@ def _errors(
     if kind == "source":
         for key, message in topic_creation.problems(props, bool(worker[topic_creation.ENABLE])).items():
             errors.setdefault(key, []).append(message)
+    else:
+        for key, messages in sink_topics.problems(props).items():
+            errors.setdefault(key, []).extend(m for m in messages if m not in errors.get(key, []))
     unknown = unknown_keys(props, probe, worker)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime import topic_creation
+from headwater.runtime import sink_topics, topic_creation
 from headwater.runtime.clients import client_settings, override_prefix
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import (
@@ -101,7 +101,12 @@ class Worker:
         cls = resolve_connector_class(props["connector.class"])
         probe = cls()
         parsed = connector_config_def(probe, props).parse(props)
-        if not isinstance(probe, SinkConnector):
+        if isinstance(probe, SinkConnector):
+            wrong = sink_topics.problems(props)  # Kafka's SinkConnectorConfig.validate: the first problem
+            if wrong:
+                name = next(iter(wrong))
+                raise ConfigError(name, props.get(name), wrong[name][0])
+        else:
             # what the worker does not enable is logged when a task starts; a key that would be ignored is refused
             ignored = topic_creation.problems(props, True)
             if ignored:

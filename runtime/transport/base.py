@@ -7,6 +7,7 @@ blocks on the clock in the memory implementation; the loops compute their own de
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -116,9 +117,30 @@ class Producer(Protocol):
     def close(self) -> None: ...
 
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+"""The broker's own topics, which a pattern subscription never matches (Java's ``exclude.internal.topics``)."""
+METADATA_MAX_AGE = "metadata.max.age.ms"
+DEFAULT_METADATA_MAX_AGE_MS = 300_000
+"""How often a consumer subscribed to a pattern looks for new topics when its ``metadata.max.age.ms`` is not set
+(the Java consumer's default)."""
+
+
+def matching(pattern: re.Pattern[str], topics: Iterable[str]) -> list[str]:
+    """The ``topics`` whose whole name matches ``pattern`` (Java's ``Pattern.matches``), sorted, without the broker's
+    internal topics."""
+    return sorted(name for name in topics if name not in INTERNAL_TOPICS and pattern.fullmatch(name) is not None)
+
+
 class Consumer(Protocol):
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         """Join the consumer group for ``topics``; assignment arrives through ``listener`` inside ``poll``."""
+        ...
+
+    def subscribe_pattern(self, pattern: re.Pattern[str], listener: RebalanceListener) -> None:
+        """Join the consumer group for every topic :func:`matching` ``pattern``, and follow the topics created
+        and deleted later: the Kafka consumer looks at the cluster's topics again every ``metadata.max.age.ms``
+        of its config (:data:`DEFAULT_METADATA_MAX_AGE_MS` when not set), the in-memory one at every ``poll``
+        after a change. Assignment arrives through ``listener`` inside ``poll``, as with :meth:`subscribe`."""
         ...
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:

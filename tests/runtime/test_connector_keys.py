@@ -51,7 +51,6 @@ def errors_by_key(infos: dict[str, Any]) -> dict[str, list[str]]:
         ("transaction.boundary", False),
         ("transaction.boundary.interval.ms", False),
         ("offsets.storage.topic", False),
-        ("topics.regex", True),
         ("errors.deadletterqueue.topic.name", False),
         ("config.action.reload", True),
         ("tasks.max.enforce", False),
