@@ -14,8 +14,8 @@ from headwater.harness import SimulatedWorker
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.tasks.base import State, TaskId
 from headwater.runtime.tasks.source import WorkerSourceTask
-from headwater.runtime.transport.memory import MemoryAdmin
-from headwater.sdk import SourceConnector, SourceRecord, SourceTask
+from headwater.runtime.transport.memory import MemoryAdmin, MemoryBroker
+from headwater.sdk import SourceBatch, SourceConnector, SourceRecord, SourceTask
 from headwater.sdk.errors import RetriableError
 
 Make = Callable[..., SimulatedWorker]
@@ -220,3 +220,68 @@ def test_a_worker_with_topic_creation_disabled_refuses_the_keys_and_creates_no_t
         task = worker.worker.start_task(TaskId("src", 0), props, connector_config=props)
     assert isinstance(task, WorkerSourceTask) and task.topic_creation is None
     assert "topic.creation.enable is false: it creates no topic" in caplog.text
+
+
+@pytest.mark.parametrize("tolerance", ["none", "all"])
+def test_without_topic_creation_a_missing_topic_the_broker_does_not_create_fails_its_record_as_in_kafka(
+    make_simulated_worker: Make, tolerance: str
+) -> None:
+    """Kafka Connect's producer fails the record's send (its callback gets the TimeoutException of a topic missing
+    from the metadata): the task fails, or with errors.tolerance=all the record is skipped. Here librdkafka fails
+    it with UNKNOWN_TOPIC_OR_PART, saying the topic is not created on first use."""
+    worker = make_simulated_worker(CONFIG, broker=MemoryBroker(auto_create_topics=False))
+    worker.add_connector("src", TopicsSource, {"topics": "missing", "rounds": "2", "errors.tolerance": tolerance})
+    if tolerance == "none":
+        worker.run_until(lambda: worker.task_state("src") is State.FAILED, DEADLINE_MS, "the task to fail")
+        trace = worker.herder.task_status(TaskId("src", 0)).trace or ""
+        assert "topic 'missing' does not exist, and it is not created on first use here" in trace
+    else:
+        counters = worker.source_task("src").errors.counters
+        worker.run_until(lambda: counters.records_skipped == 2, DEADLINE_MS, "two skipped records")
+        assert worker.task_state("src") is State.RUNNING
+    assert "missing" not in worker.broker.topics()
+
+
+def test_with_topic_creation_the_same_topic_is_created_first(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker(CONFIG, broker=MemoryBroker(auto_create_topics=False))
+    worker.add_connector(
+        "src",
+        TopicsSource,
+        {
+            "topics": "missing",
+            "topic.creation.default.replication.factor": "-1",
+            "topic.creation.default.partitions": "-1",
+        },
+    )
+    worker.run_until(written(worker, "missing"), DEADLINE_MS, "the record")
+    assert worker.partition_count("missing") == 1, "-1: the broker's default number of partitions"
+
+
+class BatchTask(SourceTask):
+    """Hands over one :class:`SourceBatch` of raw bytes, which the loop sends as columns."""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.topic = config["topics"]
+        self.sent = False
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self.sent:
+            return None
+        self.sent = True
+        return SourceBatch({"p": 0}, self.topic, [b"a", b"b"], [{"n": 1}, {"n": 2}], keys=[b"1", b"2"])
+
+
+class BatchSource(TopicsSource):
+    def task_class(self) -> type[SourceTask]:
+        return BatchTask
+
+
+def test_a_batch_sent_as_columns_creates_its_topic_first(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker({**CONFIG, "key.converter": "bytes", "value.converter": "bytes"})
+    worker.add_connector(
+        "src",
+        BatchSource,
+        {"topics": "batch", "topic.creation.default.replication.factor": "1", "topic.creation.default.partitions": "4"},
+    )
+    worker.run_until(lambda: len(worker.messages("batch")) == 2, DEADLINE_MS, "the batch")
+    assert worker.partition_count("batch") == 4
