@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -289,18 +289,20 @@ class TopicCreation:
     """What one source task knows of the topics it writes to: the groups to create them with, and the topics it
     has found or created (Kafka Connect's ``TopicCreation``). Not thread-safe: the task's thread uses it."""
 
-    def __init__(self, groups: list[TopicCreationGroup], admin: Admin) -> None:
+    def __init__(self, groups: list[TopicCreationGroup], admin: Callable[[], Admin]) -> None:
         self.groups = groups
-        self.admin = admin
+        self._make_admin = admin
+        self._admin: Admin | None = None
         self.known: set[str] = set()
         """Topics this task found or created: it does not look at them again."""
         self.created: list[str] = []
         """Topics this task created, in order."""
 
     @classmethod
-    def for_connector(cls, props: Mapping[str, Any], enabled: bool, admin: Admin) -> TopicCreation | None:
-        """The topic creation of a task of the source connector configured by ``props``; ``None`` when the worker's
-        ``topic.creation.enable`` is false (``enabled``) or the connector sets no ``topic.creation.`` key."""
+    def for_connector(cls, props: Mapping[str, Any], enabled: bool, admin: Callable[[], Admin]) -> TopicCreation | None:
+        """The topic creation of a task of the source connector configured by ``props``, making its admin client
+        with ``admin`` when it first needs one; ``None`` when the worker's ``topic.creation.enable`` is false
+        (``enabled``) or the connector sets no ``topic.creation.`` key."""
         if not uses_topic_creation(props):
             return None
         if not enabled:
@@ -322,13 +324,15 @@ class TopicCreation:
         first matching group's settings when it does not. Raises :class:`RetriableError` when the cluster did not
         answer in time (send again later) and :class:`ConnectError` when the topic cannot be created."""
         log.info("the task sends records to topic %r for the first time: checking whether it exists", topic)
-        if topic in self.admin.describe_topics([topic]):
+        if self._admin is None:
+            self._admin = self._make_admin()
+        if topic in self._admin.describe_topics([topic]):
             log.info("topic %r already exists", topic)
             self.known.add(topic)
             return
         group = self.first_group(topic)
         try:
-            self.admin.create_topics([group.new_topic(topic)])
+            self._admin.create_topics([group.new_topic(topic)])
         except ConnectError as error:
             retriable = isinstance(error, RetriableError)
             reason = f"{error} (the topic may exist now: check it)" if retriable else str(error)

@@ -337,7 +337,7 @@ class Worker:
             if settings.heartbeat_interval_ms > 0:
                 self._ensure_heartbeat_topic(settings.heartbeat_topic)
             creation = TopicCreation.for_connector(
-                connector.config, bool(self.config[topic_creation.ENABLE]), self.transport.admin()
+                connector.config, bool(self.config[topic_creation.ENABLE]), self.transport.admin
             )
             producer = self.transport.producer(self._client_config(connector, "producer"))
             worker_task = WorkerSourceTask(

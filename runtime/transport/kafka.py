@@ -623,7 +623,11 @@ class KafkaAdmin:
         if not names:
             return {}
         found: dict[str, int] = {}
-        futures = self._admin.describe_topics(TopicCollection(list(names)), request_timeout=_ADMIN_TIMEOUT_S)
+        try:
+            futures = self._admin.describe_topics(TopicCollection(list(names)), request_timeout=_ADMIN_TIMEOUT_S)
+        except KafkaException as error:
+            failure = _error(error)
+            raise type(failure)(f"cannot describe topics {list(names)}: {failure}") from None
         for name, future in futures.items():
             try:
                 found[name] = len(future.result(timeout=_ADMIN_TIMEOUT_S).partitions)

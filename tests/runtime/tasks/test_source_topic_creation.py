@@ -74,7 +74,8 @@ def test_a_missing_topic_is_created_with_the_default_groups_partitions_and_confi
     )
     worker.run_until(written(worker, topic), DEADLINE_MS, "the record to the created topic")
     assert worker.partition_count(topic) == 3
-    config = worker.topic_config(topic)
+    assert worker.transport.admin().describe_topics([topic, f"{topic}-not-there"]) == {topic: 3}
+    config = worker.topic_config(topic)  # the cluster's answer to DescribeConfigs
     assert config["cleanup.policy"] == "compact"
     assert config["retention.ms"] == "86400000"
     assert worker.values(topic) == [{"n": 1}]
