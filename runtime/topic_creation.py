@@ -76,7 +76,8 @@ def unique_groups(key: str, value: Any) -> None:
 
 
 def replication_factor(key: str, value: Any) -> None:
-    """Positive, or -1 for the broker's default (Kafka's ``TopicCreationConfig.REPLICATION_FACTOR_VALIDATOR``)."""
+    """Positive number not larger than the number of brokers in the Kafka cluster, or -1 to use the broker's
+    default."""
     if (value != BROKER_DEFAULT and value < 1) or value > 32767:
         raise ConfigError(
             key,
@@ -87,7 +88,7 @@ def replication_factor(key: str, value: Any) -> None:
 
 
 def partitions(key: str, value: Any) -> None:
-    """Positive, or -1 for the broker's default (Kafka's ``TopicCreationConfig.PARTITIONS_VALIDATOR``)."""
+    """Positive number, or -1 to use the broker's default."""
     if value != BROKER_DEFAULT and value < 1:
         raise ConfigError(key, value, "Number of partitions must be positive, or -1 to use the broker's default")
 
@@ -139,15 +140,13 @@ def group_names(props: Mapping[str, Any]) -> list[str]:
 
 def definition(props: Mapping[str, Any]) -> ConfigDef:
     """The keys of the groups ``props`` defines (Kafka Connect's ``SourceConnectorConfig.enrich``): none when it
-    does not use topic creation; else the default group's, whose replication factor and partitions are required,
-    then each listed group's, whose replication factor and partitions default to the default group's."""
+    does not use topic creation; else the default group's replication factor and partitions, both required, then
+    each listed group's include, exclude, replication factor and partitions (by default the default group's)."""
     found = ConfigDef()
     if not uses_topic_creation(props):
         return found
     group = "Topic Creation: default"
-    default_prefix = f"{PREFIX}{DEFAULT_GROUP}."
-    found.define(f"{default_prefix}{INCLUDE}", Type.LIST, ".*", Importance.LOW, _INCLUDE_DOC, group=group)
-    found.define(f"{default_prefix}{EXCLUDE}", Type.LIST, "", Importance.LOW, _EXCLUDE_DOC, group=group)
+    default_prefix = f"{PREFIX}{DEFAULT_GROUP}."  # its include and exclude are refused (see problems)
     found.define(
         f"{default_prefix}{REPLICATION_FACTOR}",
         Type.INT,
@@ -171,7 +170,7 @@ def definition(props: Mapping[str, Any]) -> ConfigDef:
             Type.INT,
             default_replication,
             Importance.LOW,
-            _REPLICATION_DOC,
+            f"{_REPLICATION_DOC} Unset: the default group's.",
             replication_factor,
             group=group,
         )
@@ -180,7 +179,7 @@ def definition(props: Mapping[str, Any]) -> ConfigDef:
             Type.INT,
             default_partitions,
             Importance.LOW,
-            _PARTITIONS_DOC,
+            f"{_PARTITIONS_DOC} Unset: the default group's.",
             partitions,
             group=group,
         )
