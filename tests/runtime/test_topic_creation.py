@@ -4,14 +4,21 @@ and what validate and create say about a config, as Kafka Connect's ``SourceConn
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from headwater.runtime.errors import InvalidConfigError
+from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.rest import RestServer, create_app
+from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.topic_creation import configured_groups
 from headwater.runtime.transport.base import NewTopic
+from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.validation import DEFAULT_WORKER_CONFIG, check_connector_config, validate_connector_config
+from headwater.runtime.worker import Worker
 
 SOURCE = {"connector.class": "monitorable-source", "name": "src", "topic": "t"}
 DEFAULTS = {"topic.creation.default.replication.factor": "1", "topic.creation.default.partitions": "3"}
@@ -131,3 +138,32 @@ def test_every_topic_creation_key_is_refused_where_the_worker_does_not_enable_to
     assert set(found) == set(DEFAULTS)
     assert all("topic.creation.enable is false" in messages[0] for messages in found.values())
     assert errors({}, **{"topic.creation.enable": False}) == {}
+
+
+@pytest.fixture
+def rest() -> Iterator[httpx.Client]:
+    herder = StandaloneHerder(Worker({}, MemoryTransport(MemoryBroker()), MemoryOffsetStore()))
+    server = RestServer(create_app(herder), "127.0.0.1", 0)
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+    server.stop()
+    herder.stop()
+
+
+def test_over_rest_validate_reports_and_create_refuses_a_bad_topic_creation_or_topics_config(
+    rest: httpx.Client,
+) -> None:
+    bad = {**SOURCE, "topic.creation.default.partitions": "0"}
+    validated = rest.put("/connector-plugins/monitorable-source/config/validate", json=bad).json()
+    by_key = {c["value"]["name"]: c["value"]["errors"] for c in validated["configs"] if c["value"]["errors"]}
+    assert validated["error_count"] == 2
+    assert "Missing required configuration" in by_key["topic.creation.default.replication.factor"][0]
+    assert "Number of partitions must be positive" in by_key["topic.creation.default.partitions"][0]
+    refused = rest.post("/connectors", json={"name": "src", "config": bad})
+    assert refused.status_code == 400 and "topic.creation.default.partitions" in refused.json()["message"]
+    sink = {"connector.class": "monitorable-sink", "topics": "a", "topics.regex": "a.*"}
+    refused = rest.post("/connectors", json={"name": "sink", "config": sink})
+    assert refused.status_code == 400 and "mutually exclusive" in refused.json()["message"]
+    created = rest.post("/connectors", json={"name": "src", "config": {**SOURCE, **DEFAULTS}})
+    assert created.status_code == 201, created.text
