@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.runtime import sink_topics
 from headwater.runtime.listener_config import LISTENER_CONFIG
 from headwater.runtime.override_policy import CLIENT_SETTINGS_CONFIG
 from headwater.runtime.tasks.tolerance import ErrorSettings
+from headwater.runtime.topic_creation import GROUPS_CONFIG as TOPIC_CREATION_CONFIG
 from headwater.runtime.transforms.config import CHAIN_CONFIG
-from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, at_least, non_empty_string, one_of
+from headwater.sdk.config import ConfigDef, Importance, Type, at_least, non_empty_string, one_of, regex
 from headwater.sdk.errors import ConfigError
 
 
@@ -179,6 +181,16 @@ WORKER_CONFIG = (
         "Record the topics each connector uses in the status store (KIP-558) and serve them over REST.",
     )
     .define(
+        "topic.creation.enable",
+        Type.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Let source connectors create the topics they write to (KIP-158): a source task creates a missing topic "
+        "before its first record to it with its connector's topic.creation.* settings. Off, a connector config "
+        "with a topic.creation.* key is refused, and a topic a source writes to must exist or be created by the "
+        "broker on first use.",
+    )
+    .define(
         "topic.tracking.allow.reset",
         Type.BOOLEAN,
         True,
@@ -341,11 +353,29 @@ SOURCE_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
         "Overrides the worker's heartbeat.records.topic for this connector.",
         non_empty_string,
     )
+    .merge(TOPIC_CREATION_CONFIG)
 )
 
 SINK_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
     ConfigDef()
-    .define("topics", Type.LIST, REQUIRED, Importance.HIGH, "Topics to consume.", non_empty_list)
+    .define(
+        "topics",
+        Type.LIST,
+        "",
+        Importance.HIGH,
+        "Topics to consume, separated by commas. Only one of topics or topics.regex may be set.",
+    )
+    .define(
+        "topics.regex",
+        Type.STRING,
+        "",
+        Importance.HIGH,
+        "A regular expression (Python's) matched against whole topic names: the sink consumes every topic that "
+        "matches, topics created while it runs included; its tasks' consumers look for new topics every "
+        "metadata.max.age.ms (5 minutes unless consumer.override.metadata.max.age.ms says otherwise). Only one of "
+        "topics or topics.regex may be set.",
+        regex,
+    )
     .define(
         "errors.deadletterqueue.topic.name",
         Type.STRING,
@@ -394,6 +424,8 @@ class TaskSettings:
     max_poll_records: int
     shutdown_timeout_ms: int
     topics: tuple[str, ...] = ()
+    topics_regex: str = ""
+    """A sink's ``topics.regex``: the pattern its consumer subscribes to instead of :attr:`topics`."""
 
     @classmethod
     def resolve(cls, worker: Mapping[str, Any], connector: Mapping[str, Any], sink: bool) -> TaskSettings:
@@ -404,8 +436,10 @@ class TaskSettings:
             return worker[key] if value is None else value
 
         topics: tuple[str, ...] = tuple(connector.get("topics") or ())
-        if sink and not topics:
-            raise ConfigError("topics", connector.get("topics"), "A sink connector needs at least one topic")
+        pattern = str(connector.get("topics.regex") or "").strip()
+        if sink and (not topics) == (not pattern):
+            key, found = next(iter(sink_topics.problems(connector).items()))
+            raise ConfigError(key, connector.get(key), found[0])
         return cls(
             connector=str(connector["name"]),
             flush_interval_ms=int(worker["offset.flush.interval.ms"]),
@@ -420,4 +454,5 @@ class TaskSettings:
             max_poll_records=int(worker["consumer.max.poll.records"]),
             shutdown_timeout_ms=int(worker["task.shutdown.graceful.timeout.ms"]),
             topics=topics,
+            topics_regex=pattern if sink else "",
         )

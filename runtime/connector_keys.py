@@ -91,13 +91,6 @@ NOT_IMPLEMENTED: tuple[Unimplemented, ...] = (
         Unimplemented(key, _PLUGIN_VERSIONS, "remove the key")
         for key in ("connector.plugin.version", *(f"{converter}.plugin.version" for converter in CONVERTERS))
     ),
-    Unimplemented(
-        "topic.creation.",
-        _NOT_YET.format("topic creation for source connectors (KIP-158)"),
-        "create the topics before the connector writes to them, or let the broker create them",
-        prefix=True,
-        kinds=SOURCE,
-    ),
     *(
         Unimplemented(key, _EXACTLY_ONCE, "remove the key", kinds=SOURCE)
         for key in ("exactly.once.support", "transaction.boundary", "transaction.boundary.interval.ms")
@@ -107,12 +100,6 @@ NOT_IMPLEMENTED: tuple[Unimplemented, ...] = (
         _NOT_YET.format("a source connector's own offsets topic (KIP-618)"),
         "remove the key: its offsets go to the worker's offset store",
         kinds=SOURCE,
-    ),
-    Unimplemented(
-        "topics.regex",
-        _NOT_YET.format("subscribing a sink to a topic pattern"),
-        "list its topics in topics",
-        kinds=SINK,
     ),
     Unimplemented(
         "errors.deadletterqueue.",

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from headwater.runtime import sink_topics, topic_creation
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import UNKNOWN_KEYS, converter_errors, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
@@ -92,7 +93,7 @@ def _errors(
     try:
         cls = resolve_connector_class(spec, allowed_modules=worker[ALLOWED_MODULES])
         probe = _made(cls, spec)
-        definition = connector_config_def(probe).merge(chain_definition(props, worker[ALLOWED_MODULES]))
+        definition = connector_config_def(probe, props).merge(chain_definition(props, worker[ALLOWED_MODULES]))
     except ConfigError as error:
         errors = CONNECTOR_CONFIG.errors(props)
         errors["connector.class"] = [str(error)]
@@ -112,6 +113,12 @@ def _errors(
     if not any(key in (TRANSFORMS, PREDICATES) or key.startswith(CHAIN_PREFIXES) for key in errors):
         for key, messages in chain_errors(props, worker[ALLOWED_MODULES]).items():  # what only configuring them shows
             errors.setdefault(key, []).extend(messages)
+    if kind == "source":
+        for key, message in topic_creation.problems(props, bool(worker[topic_creation.ENABLE])).items():
+            errors.setdefault(key, []).append(message)
+    else:
+        for key, messages in sink_topics.problems(props).items():
+            errors.setdefault(key, []).extend(m for m in messages if m not in errors.get(key, []))
     unknown = unknown_keys(props, probe, worker)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)

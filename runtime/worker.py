@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
+from headwater.runtime import sink_topics, topic_creation
 from headwater.runtime.clients import client_settings, override_prefix
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import (
@@ -28,6 +29,7 @@ from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.dead_letter import create_topic as create_dead_letter_topic
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
+from headwater.runtime.topic_creation import TopicCreation
 from headwater.runtime.transforms.config import build_chain
 from headwater.runtime.transport.base import NewTopic, Transport
 from headwater.runtime.worker_connector import LifecycleThread, Listener, WorkerConnector, WorkerConnectorContext
@@ -41,10 +43,13 @@ from headwater.sdk.task import SinkTask, SourceTask
 log = logging.getLogger(__name__)
 
 
-def connector_config_def(connector: Connector) -> ConfigDef:
-    """The runtime's common keys for the connector's kind plus the connector's own."""
-    common = SINK_CONNECTOR_CONFIG if isinstance(connector, SinkConnector) else SOURCE_CONNECTOR_CONFIG
-    return common.merge(connector.config_def())
+def connector_config_def(connector: Connector, props: Mapping[str, Any] | None = None) -> ConfigDef:
+    """The runtime's common keys for the connector's kind plus the connector's own; with the config ``props``, a
+    source's also have the keys of the topic creation groups it defines (:func:`topic_creation.definition`)."""
+    if isinstance(connector, SinkConnector):
+        return SINK_CONNECTOR_CONFIG.merge(connector.config_def())
+    found = SOURCE_CONNECTOR_CONFIG.merge(connector.config_def())
+    return found if props is None else found.merge(topic_creation.definition(props))
 
 
 class Worker:
@@ -95,7 +100,18 @@ class Worker:
         check_client_settings(props, self.config)
         cls = resolve_connector_class(props["connector.class"])
         probe = cls()
-        parsed = connector_config_def(probe).parse(props)
+        parsed = connector_config_def(probe, props).parse(props)
+        if isinstance(probe, SinkConnector):
+            wrong = sink_topics.problems(props)  # Kafka's SinkConnectorConfig.validate: the first problem
+            if wrong:
+                name = next(iter(wrong))
+                raise ConfigError(name, props.get(name), wrong[name][0])
+        else:
+            # what the worker does not enable is logged when a task starts; a key that would be ignored is refused
+            ignored = topic_creation.problems(props, True)
+            if ignored:
+                name = min(ignored)
+                raise ConfigError(name, props[name], ignored[name])
         if type(probe).validate is not Connector.validate:
             parsed.update(probe.validate(props))
         return cls, parsed
@@ -320,10 +336,14 @@ class Worker:
             assert isinstance(task, SourceTask), f"{task_class} is not a SourceTask"
             if settings.heartbeat_interval_ms > 0:
                 self._ensure_heartbeat_topic(settings.heartbeat_topic)
+            creation = TopicCreation.for_connector(
+                connector.config, bool(self.config[topic_creation.ENABLE]), self.transport.admin
+            )
             producer = self.transport.producer(self._client_config(connector, "producer"))
             worker_task = WorkerSourceTask(
                 id, task, task_config, settings, producer, self.offset_store, self.clock, listener, self.plugins
             )
+            worker_task.topic_creation = creation
         worker_task.transforms = build_chain(connector.config)
         return worker_task
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF as JDBC_CDC_CONFIG
 from headwater.reference_connectors.kafka_mirror.config import KIP_310_CONFIG as MIRROR_CONFIG
+from headwater.runtime import topic_creation
 from headwater.runtime.config import CONNECTOR_CONFIG, SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import NOT_IMPLEMENTED, UNKNOWN_KEYS
 from headwater.runtime.converters import JsonConverter, StringConverter
@@ -78,6 +79,16 @@ def _only(config: ConfigDef, without: ConfigDef) -> list[ConfigKey]:
     return [key for key in config if key.name not in without.keys]
 
 
+def _source_keys() -> ConfigDef:
+    """The keys sources add, with the ``topic.creation.`` prefix and the keys of the default group and of a group
+    listed in ``topic.creation.groups`` (``GROUP``)."""
+    found = ConfigDef(
+        {key.name: key for key in _only(SOURCE_CONNECTOR_CONFIG, CONNECTOR_CONFIG)},
+        dict(SOURCE_CONNECTOR_CONFIG.prefixes),
+    )
+    return found.merge(topic_creation.definition({topic_creation.GROUPS: "GROUP"}))
+
+
 SECTIONS: list[tuple[str, str, Callable[[], Iterable[ConfigKey]]]] = [
     ("Worker", "Every worker (`worker.properties`).", lambda: WORKER_CONFIG),
     (
@@ -91,7 +102,13 @@ SECTIONS: list[tuple[str, str, Callable[[], Iterable[ConfigKey]]]] = [
         lambda: _only(DISTRIBUTED_CONFIG, STANDALONE_CONFIG),
     ),
     ("Connector: every connector", "Keys every connector config accepts.", lambda: CONNECTOR_CONFIG),
-    ("Connector: sources", "Source connectors add these.", lambda: _only(SOURCE_CONNECTOR_CONFIG, CONNECTOR_CONFIG)),
+    (
+        "Connector: sources",
+        "Source connectors add these; the `topic.creation.default.*` and `topic.creation.GROUP.*` keys once any "
+        "`topic.creation.` key is set, for each `GROUP` that `topic.creation.groups` lists "
+        "([topic creation](concepts.md#topic-creation-for-sources-kip-158)).",
+        _source_keys,
+    ),
     ("Connector: sinks", "Sink connectors add these.", lambda: _only(SINK_CONNECTOR_CONFIG, CONNECTOR_CONFIG)),
     (
         "Converter: string",

@@ -9,6 +9,7 @@ succeeds. Revocation runs pre_commit -> close -> commit; shutdown runs pre_commi
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 
@@ -102,7 +103,10 @@ class WorkerSinkTask(WorkerTask):
             self.key_converter, self.value_converter, self.header_converter, self.errors, self.transforms
         )
         self._next_commit = self.clock.now_ms() + self.settings.flush_interval_ms
-        self.consumer.subscribe(list(self.settings.topics), self)
+        if self.settings.topics_regex:  # WorkerSinkTask subscribes with the pattern
+            self.consumer.subscribe_pattern(re.compile(self.settings.topics_regex), self)
+        else:
+            self.consumer.subscribe(list(self.settings.topics), self)
 
     # ---- the loop --------------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
 from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class_name
+from headwater.runtime.topic_creation import TopicCreation
 from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
@@ -128,6 +129,9 @@ class WorkerSourceTask(WorkerTask):
         """Whether the header converter writes bytes header values as they are."""
         self.active_topics = self.acks.active_topics
         """Topics the broker acknowledged a record of (KIP-558's source rule: after the acknowledgement)."""
+        self.topic_creation: TopicCreation | None = None
+        """The connector's topic creation groups, when it creates topics (KIP-158): a topic this task has not sent
+        to yet is created, when missing, before its first record."""
         self.records_sent = 0
         self.heartbeat_calls = 0
         self.heartbeat_records = 0
@@ -248,6 +252,9 @@ class WorkerSourceTask(WorkerTask):
                         return self._stop_sending(index, start, retry_at)
                     entries[index].acked = True  # skipped, so its offset may be committed (Java does the same)
                     continue
+            creation = self.topic_creation
+            if creation is not None and topic not in creation.known and not self._topic_ready(creation, topic):
+                return self._stop_sending(index, start, now + SEND_FAILED_BACKOFF_MS)
             try:
                 produce(topic, value, key, record.partition, record.timestamp, headers, None, entries[index])
             except QueueFullError:
@@ -274,6 +281,23 @@ class WorkerSourceTask(WorkerTask):
         self._retry.succeeded()
         return True
 
+    def _topic_ready(self, creation: TopicCreation, topic: str) -> bool:
+        """Make sure ``topic`` exists before the first record to it (``AbstractWorkerSourceTask.maybeCreateTopic``);
+        ``False`` when the cluster did not answer in time: send from this record again later, as after a retriable
+        send failure. A topic that cannot be created fails the task, whatever ``errors.tolerance`` says."""
+        try:
+            creation.ensure(topic)
+        except RetriableError as error:
+            log.warning(
+                "task %s: cannot tell whether topic %s exists, retrying in %d ms: %s",
+                self.id,
+                topic,
+                SEND_FAILED_BACKOFF_MS,
+                error,
+            )
+            return False
+        return True
+
     def _stop_sending(self, index: int, start: int, retry_at: int) -> bool:
         """Stop at record ``index`` of the batch being sent until ``retry_at``; return whether any was sent."""
         self._next_index = index
@@ -291,6 +315,11 @@ class WorkerSourceTask(WorkerTask):
     def _send_batch(self, batch: Sequence[SourceRecord], entry: SubmittedBatch, start: int) -> bool:
         """Send a :class:`SourceBatch` of raw columns from record ``start`` on, as the transport sees fit."""
         assert isinstance(batch, SourceBatch)
+        creation = self.topic_creation
+        if creation is not None and batch.topic not in creation.known and not self._topic_ready(creation, batch.topic):
+            self._next_index = start
+            self._retry_at = self.clock.now_ms() + SEND_FAILED_BACKOFF_MS
+            return False
         end = self.producer.produce_all(
             batch.topic, batch.values, batch.keys, batch.partition, batch.timestamps, entry.ack, start, batch.headers
         )

@@ -7,6 +7,7 @@ blocks on the clock in the memory implementation; the loops compute their own de
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -116,9 +117,30 @@ class Producer(Protocol):
     def close(self) -> None: ...
 
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+"""The broker's own topics, which a pattern subscription never matches (Java's ``exclude.internal.topics``)."""
+METADATA_MAX_AGE = "metadata.max.age.ms"
+DEFAULT_METADATA_MAX_AGE_MS = 300_000
+"""How often a consumer subscribed to a pattern looks for new topics when its ``metadata.max.age.ms`` is not set
+(the Java consumer's default)."""
+
+
+def matching(pattern: re.Pattern[str], topics: Iterable[str]) -> list[str]:
+    """The ``topics`` whose whole name matches ``pattern`` (Java's ``Pattern.matches``), sorted, without the broker's
+    internal topics."""
+    return sorted(name for name in topics if name not in INTERNAL_TOPICS and pattern.fullmatch(name) is not None)
+
+
 class Consumer(Protocol):
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         """Join the consumer group for ``topics``; assignment arrives through ``listener`` inside ``poll``."""
+        ...
+
+    def subscribe_pattern(self, pattern: re.Pattern[str], listener: RebalanceListener) -> None:
+        """Join the consumer group for every topic :func:`matching` ``pattern``, and follow the topics created
+        and deleted later: the Kafka consumer looks at the cluster's topics again every ``metadata.max.age.ms``
+        of its config (:data:`DEFAULT_METADATA_MAX_AGE_MS` when not set), the in-memory one at every ``poll``
+        after a change. Assignment arrives through ``listener`` inside ``poll``, as with :meth:`subscribe`."""
         ...
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
@@ -167,6 +189,8 @@ class Consumer(Protocol):
 
 @dataclass(frozen=True)
 class NewTopic:
+    """A topic to create: ``partitions`` and ``replication_factor`` may be -1 for the broker's default."""
+
     name: str
     partitions: int = 1
     replication_factor: int = 1
@@ -175,11 +199,19 @@ class NewTopic:
 
 class Admin(Protocol):
     def create_topics(self, topics: Sequence[NewTopic]) -> None:
-        """Create the topics that do not exist yet; existing ones are left as they are."""
+        """Create the topics that do not exist yet; existing ones are left as they are. Raises
+        :class:`ConnectError` with the cluster's reason when it refuses one (a replication factor over its number of
+        brokers, an unknown topic config, no authorization), :class:`RetriableError` when it does not answer."""
         ...
 
     def list_topics(self) -> dict[str, int]:
         """Topic name -> partition count."""
+        ...
+
+    def describe_topics(self, names: Sequence[str]) -> dict[str, int]:
+        """Topic name -> partition count, for those of ``names`` that exist (asking for these topics only, and
+        never creating one). Raises :class:`RetriableError` when the cluster does not answer in time and
+        :class:`ConnectError` when it refuses (not authorized, say)."""
         ...
 
     def delete_topics(self, names: Sequence[str], wait: bool = True) -> None:

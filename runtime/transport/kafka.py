@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import Producer as RdProducer
 from confluent_kafka import TopicPartition as RdTopicPartition
@@ -23,6 +24,8 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic as RdNewTopic
 
 from headwater.runtime.transport.base import (
+    DEFAULT_METADATA_MAX_AGE_MS,
+    METADATA_MAX_AGE,
     Acknowledgement,
     CommitCallback,
     DeliveryCallback,
@@ -33,6 +36,7 @@ from headwater.runtime.transport.base import (
     RawHeaders,
     RebalanceListener,
     RecordMetadata,
+    matching,
 )
 from headwater.runtime.transport.kafka_log import KafkaBasedLog
 from headwater.runtime.transport.kafka_membership import KafkaGroupMember
@@ -314,14 +318,51 @@ class KafkaConsumer:
         self._paused: set[TopicPartition] = set()
         self._callback_error: BaseException | None = None
         self._closing = False
+        self._pattern: re.Pattern[str] | None = None
+        self._pattern_topics: list[str] | None = None
+        """The topics matching :attr:`_pattern` this consumer subscribed to (``None``: not yet)."""
+        self._pattern_refresh_s = int(config.get(METADATA_MAX_AGE) or DEFAULT_METADATA_MAX_AGE_MS) / 1000
+        self._next_pattern_refresh = 0.0
 
     # ---- membership ------------------------------------------------------------------------------------------
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         self._listener = listener
+        self._pattern = None
         self._consumer.subscribe(
             list(topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
+
+    def subscribe_pattern(self, pattern: re.Pattern[str], listener: RebalanceListener) -> None:
+        """See :meth:`Consumer.subscribe_pattern`. The pattern is matched here, not by librdkafka (whose regular
+        expressions are POSIX ones, not Python's): this consumer subscribes to the matching topics by name and
+        subscribes again when the set changes."""
+        self._listener = listener
+        self._pattern = pattern
+        self._pattern_topics = None
+        self._follow_pattern()
+
+    def _follow_pattern(self) -> None:
+        """Subscribe to the topics matching the pattern now, when they changed; look again after
+        ``metadata.max.age.ms``. A cluster that does not answer is asked again at the next poll after that."""
+        assert self._pattern is not None
+        self._next_pattern_refresh = time.monotonic() + self._pattern_refresh_s
+        try:
+            metadata = self._consumer.list_topics(timeout=_ADMIN_TIMEOUT_S)
+        except KafkaException as error:
+            if self._pattern_topics is None:
+                raise _error(error) from None
+            log.warning("cannot list the topics matching %s, asking again later: %s", self._pattern.pattern, error)
+            return
+        found = matching(self._pattern, [name for name, topic in metadata.topics.items() if topic.error is None])
+        if found == self._pattern_topics:
+            return
+        log.info("topics matching %s: %s", self._pattern.pattern, found or "none")
+        self._pattern_topics = found
+        if found:
+            self._consumer.subscribe(found, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        else:
+            self._consumer.unsubscribe()
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
         starts = [RdTopicPartition(tp.topic, tp.partition, self._initial_position(tp)) for tp in partitions]
@@ -415,6 +456,8 @@ class KafkaConsumer:
     # ---- fetching --------------------------------------------------------------------------------------------
 
     def poll(self, max_records: int, timeout_ms: int) -> Sequence[Message]:
+        if self._pattern is not None and time.monotonic() >= self._next_pattern_refresh:
+            self._follow_pattern()
         raw: list[Any] = self._consumer.consume(max_records, timeout_ms / 1000)
         if self._callback_error is not None:
             error, self._callback_error = self._callback_error, None
@@ -573,6 +616,32 @@ class KafkaAdmin:
     def list_topics(self) -> dict[str, int]:
         metadata = self._admin.list_topics(timeout=30)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
+
+    def describe_topics(self, names: Sequence[str]) -> dict[str, int]:
+        """See :meth:`Admin.describe_topics`: Kafka's DescribeTopics (a metadata request naming the topics would
+        create them on a broker that creates topics on first use)."""
+        if not names:
+            return {}
+        found: dict[str, int] = {}
+        try:
+            futures = self._admin.describe_topics(TopicCollection(list(names)), request_timeout=_ADMIN_TIMEOUT_S)
+        except KafkaException as error:
+            failure = _error(error)
+            raise type(failure)(f"cannot describe topics {list(names)}: {failure}") from None
+        for name, future in futures.items():
+            try:
+                found[name] = len(future.result(timeout=_ADMIN_TIMEOUT_S).partitions)
+            except KafkaException as error:
+                code = error.args[0].code()
+                if code in TOPIC_MISSING:
+                    continue
+                failure = _error(error)
+                raise type(failure)(f"cannot describe topic {name}: {failure}") from None
+            except TimeoutError:
+                raise RetriableError(
+                    f"cannot describe topic {name}: no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s"
+                ) from None
+        return found
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         request = [ConsumerGroupTopicPartitions(group_id)]

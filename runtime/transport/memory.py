@@ -24,7 +24,7 @@ from headwater.runtime.transport.memory_group import ConsumerGroup, MemoryConsum
 from headwater.runtime.transport.memory_log import MemoryLog
 from headwater.runtime.transport.memory_membership import MemoryGroupMember
 from headwater.runtime.transport.memory_producer import MemoryProducer, ProducerFaults, key_partition, murmur2
-from headwater.runtime.transport.refusals import BROKER_MAX_MESSAGE_BYTES, NON_EMPTY_GROUP, compacted
+from headwater.runtime.transport.refusals import BROKER_MAX_MESSAGE_BYTES, NON_EMPTY_GROUP, compacted, topic_refusal
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
 
@@ -49,7 +49,9 @@ class MemoryBroker:
     refuses what a Kafka broker refuses where a connector can get it wrong (see
     :mod:`~headwater.runtime.transport.refusals`): a record without a key on a compacted topic, a record over its
     topic's ``max.message.bytes`` (the broker's ``message_max_bytes`` when the topic sets none), and, when
-    ``auto_create_topics`` is false, a record to a topic that does not exist.
+    ``auto_create_topics`` is false, a record to a topic that does not exist. Its admin clients create topics as a
+    cluster of ``brokers`` brokers does (3 by default, so that Kafka Connect's default replication factor of 3 fits),
+    refusing what Kafka's controller refuses (:func:`~headwater.runtime.transport.refusals.topic_refusal`).
     """
 
     def __init__(
@@ -57,8 +59,11 @@ class MemoryBroker:
         default_partitions: int = 1,
         auto_create_topics: bool = True,
         message_max_bytes: int = BROKER_MAX_MESSAGE_BYTES,
+        brokers: int = 3,
     ) -> None:
         self.lock = threading.RLock()
+        self.brokers = brokers
+        """How many brokers the cluster has: the largest replication factor a topic may have."""
         self.default_partitions = default_partitions
         self.auto_create_topics = auto_create_topics
         """Whether a record to a topic that does not exist creates it (Kafka's ``auto.create.topics.enable``)."""
@@ -265,12 +270,25 @@ class MemoryAdmin:
         self.broker = broker
 
     def create_topics(self, topics: Sequence[NewTopic]) -> None:
-        """Create the topics that do not exist yet; existing ones are left as they are."""
+        """Create the topics that do not exist yet (-1 partitions: the broker's ``default_partitions``); existing
+        ones are left as they are. Raises :class:`ConnectError` with Kafka's words for a topic a Kafka broker
+        refuses, after creating those before it, as each topic of a CreateTopics request succeeds or fails alone."""
+        existing = self.broker.topics()
         for topic in topics:
-            self.broker.create_topic(topic.name, topic.partitions, topic.config)
+            if topic.name in existing:
+                continue
+            refusal = topic_refusal(topic.partitions, topic.replication_factor, topic.config, self.broker.brokers)
+            if refusal is not None:
+                raise ConnectError(f"cannot create topic {topic.name}: {refusal}")
+            partitions = self.broker.default_partitions if topic.partitions == -1 else topic.partitions
+            self.broker.create_topic(topic.name, partitions, topic.config)
 
     def list_topics(self) -> dict[str, int]:
         return self.broker.topics()
+
+    def describe_topics(self, names: Sequence[str]) -> dict[str, int]:
+        topics = self.broker.topics()
+        return {name: topics[name] for name in names if name in topics}
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         return self.broker.committed(group_id)

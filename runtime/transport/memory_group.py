@@ -8,11 +8,12 @@ before its new owner gets it. Nothing happens between polls; every change is app
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from headwater.runtime.transport.base import CommitCallback, Message, RebalanceListener
+from headwater.runtime.transport.base import CommitCallback, Message, RebalanceListener, matching
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.records import TopicPartition
 
@@ -191,6 +192,9 @@ class MemoryConsumer:
         self._listener: RebalanceListener | None = None
         self._manual = False
         self._closed = False
+        self._pattern: re.Pattern[str] | None = None
+        self._pattern_version = -1
+        """The broker's metadata version the pattern was last matched against."""
         self._positions: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
         self._fetch_order: list[TopicPartition] | None = None
@@ -204,6 +208,31 @@ class MemoryConsumer:
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         """Join the group for ``topics`` (or change the subscription); partitions arrive inside :meth:`poll`."""
+        self._pattern = None
+        self._subscribe(topics, listener)
+
+    def subscribe_pattern(self, pattern: re.Pattern[str], listener: RebalanceListener) -> None:
+        """See :meth:`Consumer.subscribe_pattern`: the topics matching ``pattern`` now, and at each :meth:`poll`
+        after a topic was created or deleted (the in-memory cluster's metadata is never stale)."""
+        with self.broker.lock:
+            self._pattern = pattern
+            self._pattern_version = self.broker.metadata_version
+            topics = matching(pattern, self.broker.topics())
+        self._subscribe(topics, listener)
+
+    def _follow_pattern(self) -> None:
+        """Subscribe again when the broker's topics changed since the pattern was last matched."""
+        with self.broker.lock:
+            pattern, listener = self._pattern, self._listener
+            if pattern is None or listener is None or self._pattern_version == self.broker.metadata_version:
+                return
+            self._pattern_version = self.broker.metadata_version
+            topics = matching(pattern, self.broker.topics())
+            if frozenset(topics) == self._topics:
+                return
+        self._subscribe(topics, listener)
+
+    def _subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         with self.broker.lock:
             self._check_open()
             if self._group is None:
@@ -241,6 +270,7 @@ class MemoryConsumer:
             if self._member is None and not self._manual:
                 raise ConnectError("Consumer is neither subscribed nor assigned")
         self._serve_completions()
+        self._follow_pattern()
         self._rebalance()
         return self._fetch(max_records)
 

@@ -48,6 +48,69 @@ NON_EMPTY_GROUP = "Broker: The group is not empty"
 """What librdkafka raises at ``produce`` once a record to the topic has failed with :data:`UNKNOWN_TOPIC`."""
 
 
+TOPIC_CONFIGS = frozenset(
+    [
+        "segment.bytes",
+        "segment.ms",
+        "segment.jitter.ms",
+        "segment.index.bytes",
+        "flush.messages",
+        "flush.ms",
+        "retention.bytes",
+        "retention.ms",
+        "remote.storage.enable",
+        "local.retention.ms",
+        "local.retention.bytes",
+        "remote.log.copy.disable",
+        "remote.log.delete.on.disable",
+        "max.message.bytes",
+        "index.interval.bytes",
+        "file.delete.delay.ms",
+        "delete.retention.ms",
+        "min.compaction.lag.ms",
+        "max.compaction.lag.ms",
+        "min.cleanable.dirty.ratio",
+        "cleanup.policy",
+        "unclean.leader.election.enable",
+        "min.insync.replicas",
+        "compression.type",
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.zstd.level",
+        "preallocate",
+        "message.timestamp.type",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms",
+        "leader.replication.throttled.replicas",
+        "follower.replication.throttled.replicas",
+    ]
+)
+"""The topic configs a Kafka 4 broker knows (Kafka's ``TopicConfig`` and ``LogConfig``): a topic created with
+another is refused (``INVALID_CONFIG``)."""
+
+
+def topic_refusal(partitions: int, replication_factor: int, config: Mapping[str, str], brokers: int) -> str | None:
+    """Why a Kafka broker (KRaft: ``ReplicationControlManager.createTopic``) refuses to create a topic with these
+    settings on a cluster of ``brokers`` brokers, in its words; ``None`` when it creates it. -1 takes the broker's
+    default."""
+    if replication_factor < -1 or replication_factor == 0:
+        return "Replication factor must be larger than 0, or -1 to use the default value."
+    if partitions < -1 or partitions == 0:
+        return "Number of partitions was set to an invalid non-positive value."
+    for name in config:
+        if name not in TOPIC_CONFIGS:
+            return f"Unknown topic config name: {name}"
+    policy = config.get("cleanup.policy")
+    if policy is not None and not {part.strip() for part in policy.split(",")} <= {"compact", "delete"}:
+        return f"Invalid value {policy} for configuration cleanup.policy: String must be one of: compact, delete"
+    if replication_factor > brokers:
+        return (
+            f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
+            f"{replication_factor} cannot be reached because only {brokers} broker(s) are registered."
+        )
+    return None
+
+
 def compacted(config: Mapping[str, str]) -> bool:
     """Whether a topic with ``config`` is compacted (``cleanup.policy`` ``compact`` or ``compact,delete``)."""
     return "compact" in (part.strip() for part in config.get("cleanup.policy", "delete").split(","))

@@ -47,13 +47,10 @@ def errors_by_key(infos: dict[str, Any]) -> dict[str, list[str]]:
 @pytest.mark.parametrize(
     ("key", "sink"),
     [
-        ("topic.creation.groups", False),
-        ("topic.creation.default.partitions", False),
         ("exactly.once.support", False),
         ("transaction.boundary", False),
         ("transaction.boundary.interval.ms", False),
         ("offsets.storage.topic", False),
-        ("topics.regex", True),
         ("errors.deadletterqueue.topic.name", False),
         ("config.action.reload", True),
         ("tasks.max.enforce", False),

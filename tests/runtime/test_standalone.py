@@ -148,7 +148,7 @@ GOOD_SOURCE = "name=src\nconnector.class=sequence-source\ntopic=t\n"
         (
             GOOD_WORKER,
             "name=snk\nconnector.class=discard-sink\n",
-            "c.properties: topics: Missing required configuration with no default value",
+            "c.properties: topics: Must configure one of topics or topics.regex",
         ),
         (
             GOOD_WORKER,

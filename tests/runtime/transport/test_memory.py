@@ -721,3 +721,23 @@ def test_commits_need_a_group() -> None:
     with pytest.raises(ConnectError, match="group id"):
         consumer.subscribe(["t"], Listener())
     assert consumer.committed([TP("t", 0)]) == {TP("t", 0): None}
+
+
+def test_the_admin_creates_topics_as_a_kafka_controller_does() -> None:
+    broker = MemoryBroker(default_partitions=2, brokers=1)
+    admin = MemoryTransport(broker).admin()
+    admin.create_topics([NewTopic("defaults", -1, -1)])
+    assert broker.topics()["defaults"] == 2, "-1 partitions: the broker's default"
+    refusals = [
+        (NewTopic("rf", 1, 2), "The target replication factor of 2 cannot be reached because only 1 broker(s)"),
+        (NewTopic("rf0", 1, 0), "Replication factor must be larger than 0, or -1 to use the default value."),
+        (NewTopic("p0", 0, 1), "Number of partitions was set to an invalid non-positive value."),
+        (NewTopic("cfg", 1, 1, {"no.such": "x"}), "Unknown topic config name: no.such"),
+        (NewTopic("pol", 1, 1, {"cleanup.policy": "keep"}), "Invalid value keep for configuration cleanup.policy"),
+    ]
+    for topic, reason in refusals:
+        with pytest.raises(ConnectError) as refused:
+            admin.create_topics([topic])
+        assert str(refused.value).startswith(f"cannot create topic {topic.name}: ") and reason in str(refused.value)
+        assert topic.name not in broker.topics()
+    assert admin.describe_topics(["defaults", "rf", "missing"]) == {"defaults": 2}
