@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from headwater.runtime.herder.base import Herder
+from headwater.runtime.metrics import exposition, worker_registry
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.connectors import connectors_router
 from headwater.runtime.rest.errors import install_error_handlers, responses
@@ -39,6 +40,14 @@ def create_app(herder: Herder, kafka_cluster_id: str | None = None) -> FastAPI:
     def server_info() -> Response:
         """The worker's version and the Kafka cluster it works with."""
         return JSONResponse({"version": headwater_version(), "commit": "unknown", "kafka_cluster_id": kafka_cluster_id})
+
+    registry = worker_registry(herder.worker)
+
+    @app.get("/metrics", tags=["metrics"], response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def metrics(request: Request) -> Response:
+        """The worker's Prometheus metrics, in Prometheus's text format or OpenMetrics (see Metrics in the docs)."""
+        body, content_type = exposition(registry, request.headers.get("accept"))
+        return Response(body, media_type=content_type)
 
     tracking = bool(config["topic.tracking.enable"])
     app.include_router(connectors_router(herder, tracking, bool(config["topic.tracking.allow.reset"])))
