@@ -283,6 +283,16 @@ METRICS: tuple[Metric, ...] = (
         (f"{TM}/status",),
     ),
     Metric(
+        "headwater_connect_task_state_seconds",
+        COUNTER,
+        T,
+        "Seconds the task has spent in each state; rate() of the running and paused ones are Kafka Connect's "
+        "running-ratio and pause-ratio.",
+        lambda t: [((s.value.lower(),), seconds) for s, seconds in sorted(t.seconds_in_states().items(), key=str)],
+        ("state",),
+        (f"{TM}/running-ratio", f"{TM}/pause-ratio"),
+    ),
+    Metric(
         "headwater_connect_task_offset_commit_success",
         COUNTER,
         T,
@@ -436,7 +446,7 @@ METRICS: tuple[Metric, ...] = (
         GAUGE,
         SI,
         "The sequence number of the latest offset commit.",
-        one(lambda t: t._commit_seqno),
+        one(lambda t: t.commit_seqno),
         kafka=(f"{SIM}/offset-commit-seq-no",),
     ),
     Metric(
@@ -526,7 +536,6 @@ METRICS: tuple[Metric, ...] = (
 )
 
 NOT_EXPORTED: tuple[tuple[str, str], ...] = (
-    (f"{TM}/running-ratio, {TM}/pause-ratio", "not measured; headwater_connect_task_status says the state now"),
     (f"{TM}/batch-size-max", "not measured; batch-size-avg is the poll total's rate over the batch count's"),
     (f"{WM}/connector-destroyed-task-count, {WM}/connector-restarting-task-count", "no such task states here"),
     (f"{SOM}/transaction-size-*", "exactly-once source support is not implemented"),

@@ -411,6 +411,11 @@ class WorkerSinkTask(WorkerTask):
     def before_stop(self) -> None:
         self.commit_offsets(self.clock.now_ms(), closing=True, partitions=self.consumer.assignment())
 
+    @property
+    def commit_seqno(self) -> int:
+        """The sequence number of the latest offset commit (Kafka Connect's ``offset-commit-seq-no``)."""
+        return self._commit_seqno
+
     def active_records(self) -> int:
         """Records read from Kafka and not yet committed (Kafka Connect's ``sink-record-active-count``): those
         fetched and not yet put, plus, per partition, how far the offset put is past the offset committed. Safe to

@@ -81,6 +81,10 @@ def test_counts_by_state_follow_pause_and_resume(make_simulated_worker: Make) ->
     assert value(registry, "headwater_connect_worker_connector_count", state="paused") == 1
     assert value(registry, "headwater_connect_worker_task_count", state="paused") == 2
     assert value(registry, "headwater_connect_task_status", state="running", **SRC) == 0
+    running = value(registry, "headwater_connect_task_state_seconds_total", state="running", **SRC)
+    paused = value(registry, "headwater_connect_task_state_seconds_total", state="paused", **SRC)
+    assert running > 0 and paused > 0, "measured in real seconds, however short"
+    assert value(registry, "headwater_connect_task_state_seconds_total", state="paused", **SRC) > paused, "still paused"
     assert value(registry, "headwater_connect_worker_connector_startup_attempts_total") == 1
     assert value(registry, "headwater_connect_worker_connector_startup_success_total") == 1
     assert value(registry, "headwater_connect_worker_task_startup_success_total") == 2
