@@ -64,6 +64,8 @@ def test_a_source_with_heartbeats_counts_what_it_moved(
     wait_until(sent_and_heartbeating, "20 records polled and 2 heartbeats sent")
     assert worker.http.put(f"/connectors/{unique_name}/pause").status_code == 202
     worker.wait_for_states(unique_name, "PAUSED", ["PAUSED"])  # no more polls, no more heartbeats
+    partition = {"task.id": f"{unique_name}-0"}
+    worker.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 19}}])  # a paused source commits
 
     def all_acknowledged() -> Samples | None:
         found = scrape(worker.http)
@@ -79,10 +81,8 @@ def test_a_source_with_heartbeats_counts_what_it_moved(
     assert sample(found, "headwater_connect_task_offset_commit_failure_total", **task) == 0
     assert sample(found, "headwater_connect_worker_connector_count", state="paused") == 1
     assert sample(found, "headwater_connect_task_status", state="paused", **task) == 1
-    partition = json.dumps({"task.id": f"{unique_name}-0"}, separators=(",", ":"))
-    assert (
-        sample(found, "headwater_connect_source_task_offset_unchanged_seconds", partition=partition, **task) is not None
-    )
+    label = json.dumps(partition, separators=(",", ":"))
+    assert sample(found, "headwater_connect_source_task_offset_unchanged_seconds", partition=label, **task) is not None
     polls = sample(found, "headwater_connect_source_task_poll_batch_seconds_count", **task)
     assert polls is not None and polls >= 20
     commits = sample(found, "headwater_connect_task_offset_commit_success_total", **task)
