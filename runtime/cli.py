@@ -6,8 +6,9 @@ import argparse
 import logging
 import sys
 
-WORKER_STACK = ("fastapi", "uvicorn", "pydantic", "starlette")
-"""The REST API's server stack, installed by the ``worker`` extra; the SDK and the simulated worker do without it."""
+WORKER_STACK = ("fastapi", "uvicorn", "pydantic", "starlette", "prometheus_client")
+"""The REST API's server stack and the metrics exporter, installed by the ``worker`` extra; the SDK and the simulated
+worker do without them."""
 
 
 def main(argv: list[str] | None = None) -> int:

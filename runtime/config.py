@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.runtime import sink_topics
-from headwater.runtime.listener_config import LISTENER_CONFIG
+from headwater.runtime.listener_config import LISTENER_CONFIG, METRICS_CONFIG
 from headwater.runtime.override_policy import CLIENT_SETTINGS_CONFIG
 from headwater.runtime.tasks.tolerance import ErrorSettings
 from headwater.runtime.topic_creation import GROUPS_CONFIG as TOPIC_CREATION_CONFIG
@@ -237,7 +237,7 @@ WORKER_CONFIG = (
         "an entry point of the headwater.config_providers group or an import path; config.providers.NAME.param.KEY "
         "sets one of its parameters (allowed.paths for file and directory, allowlist.pattern for env).",
     )
-).merge(LISTENER_CONFIG.merge(CLIENT_SETTINGS_CONFIG))
+).merge(LISTENER_CONFIG.merge(METRICS_CONFIG).merge(CLIENT_SETTINGS_CONFIG))
 
 ERROR_GROUP = "Error Handling"
 """The group of the ``errors.*`` keys in validate responses, as Kafka Connect names it."""

@@ -1,9 +1,13 @@
-"""The REST listener's worker keys beyond ``listeners``: TLS for an ``https://`` listener, authentication, and
-request limits. Only definitions: :mod:`headwater.runtime.rest.security` reads them when the REST server starts."""
+"""The listeners' worker keys: the REST listener's beyond ``listeners`` (TLS for an ``https://`` listener,
+authentication, request limits) and the metrics listener's. Only definitions: :mod:`headwater.runtime.rest.security`
+reads the REST ones when the REST server starts, :mod:`headwater.runtime.metrics.server` the metrics ones."""
 
 from __future__ import annotations
 
-from headwater.sdk.config import ConfigDef, Importance, Type, at_least, one_of
+from typing import Any
+
+from headwater.sdk.config import ConfigDef, Importance, Type, at_least, non_empty_string, one_of
+from headwater.sdk.errors import ConfigError
 
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 """The one ``rest.extension.classes`` entry Headwater implements: Kafka Connect's basic-auth extension."""
@@ -132,3 +136,38 @@ LISTENER_CONFIG = (
         at_least(1),
     )
 )
+
+METRICS_GROUP = "Metrics"
+
+
+def port_number(key: str, value: Any) -> None:
+    """A port number from 0 (any free port) to 65535."""
+    if value is not None and not 0 <= int(value) <= 65535:
+        raise ConfigError(key, value, "Expected a port number between 0 (any free port) and 65535")
+
+
+METRICS_CONFIG = (
+    ConfigDef()
+    .define(
+        "metrics.port",
+        Type.INT,
+        None,
+        Importance.LOW,
+        "Port of a listener serving only the Prometheus metrics (GET /metrics), plain HTTP without authentication; "
+        "0 takes a free port (logged). Unset, the metrics are served on the REST listener only, at /metrics, behind "
+        "its TLS and authentication. The worker refuses to start when the port cannot be bound.",
+        port_number,
+        group=METRICS_GROUP,
+    )
+    .define(
+        "metrics.host",
+        Type.STRING,
+        "127.0.0.1",
+        Importance.LOW,
+        "Interface the metrics.port listener binds; 0.0.0.0 for every one. The default binds the loopback interface "
+        "only.",
+        non_empty_string,
+        group=METRICS_GROUP,
+    )
+)
+"""The worker keys of the metrics listener."""

@@ -31,6 +31,7 @@ from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.connector_names import check_connector_name
 from headwater.runtime.errors import BadRequestError, InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.metrics import MetricsServer
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.properties import ConfigFile, PropertiesError, read_connector_properties, read_properties
 from headwater.runtime.rest import RestServer
@@ -39,6 +40,7 @@ from headwater.runtime.startup import (
     log_state,
     rest_security,
     run_worker_command,
+    serve_metrics,
     serve_rest,
     wait_for_broker,
 )
@@ -121,6 +123,7 @@ class StandaloneWorker:
         self.listener = parse_listener("listeners", self.config["listeners"][0])
         self.rest_security = rest_security(worker_file, self.config)
         self.rest: RestServer | None = None
+        self.metrics: MetricsServer | None = None
         self.connector_files: list[ConfigFile] = []
         for file in connector_files:
             self._add(file)
@@ -189,6 +192,7 @@ class StandaloneWorker:
             self.herder.status_store.start()
             try:
                 self._serve_rest()
+                self.metrics = serve_metrics(self.herder, self.config)
                 for file in self.connector_files:
                     self.herder.health.starting(f"starting connector {file.values['name']} from {file.path}")
                     self._start(file)
@@ -200,6 +204,8 @@ class StandaloneWorker:
                 log.info("standalone worker stopping")
                 if self.rest is not None:
                     self.rest.stop()
+                if self.metrics is not None:
+                    self.metrics.stop()
                 self.herder.stop()
                 self.herder.status_store.stop()
             log.info("standalone worker stopped")

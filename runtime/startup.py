@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from headwater.runtime.herder.base import Herder
+from headwater.runtime.metrics import MetricsServer
 from headwater.runtime.properties import ConfigFile
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.rest.security import RestSecurity
@@ -53,6 +54,15 @@ def serve_rest(
     rest = RestServer(create_app(herder, kafka_cluster_id(admin_config)), host, port, security)
     rest.start()
     return rest, advertised_id(host, rest.port)
+
+
+def serve_metrics(herder: Herder, config: Mapping[str, Any]) -> MetricsServer | None:
+    """Start the metrics listener ``metrics.port`` asks for (``None`` when it is unset); raises ConnectError when its
+    address cannot be bound."""
+    server = MetricsServer.from_config(herder.worker, config)
+    if server is not None:
+        server.start()
+    return server
 
 
 def advertised_id(host: str, port: int) -> str:

@@ -10,6 +10,7 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from headwater.runtime import sink_topics, topic_creation
@@ -52,6 +53,21 @@ def connector_config_def(connector: Connector, props: Mapping[str, Any] | None =
     return found if props is None else found.merge(topic_creation.definition(props))
 
 
+@dataclass
+class Startups:
+    """How many connector and task starts this worker attempted and how they went (Kafka Connect's
+    ``connect-worker-metrics`` startup totals). A connector start succeeded when its ``start`` returned; a task start
+    when the task was created and handed to its thread (its ``start`` failing later makes it FAILED, as in Kafka
+    Connect, where the start counts as a success too)."""
+
+    connector_attempts: int = 0
+    connector_successes: int = 0
+    connector_failures: int = 0
+    task_attempts: int = 0
+    task_successes: int = 0
+    task_failures: int = 0
+
+
 class Worker:
     """Runs connectors and tasks over one transport, offset store and clock.
 
@@ -83,6 +99,7 @@ class Worker:
         self.tasks: dict[TaskId, WorkerTask] = {}
         self._threads: dict[TaskId, threading.Thread] = {}
         self._heartbeat_topics: set[str] = set()
+        self.startups = Startups()
         self.cancelled: list[TaskId] = []
         """Tasks that outlived the graceful timeout: no final commit, and their stop hook may never run."""
         self.cleanup_errors: list[tuple[str, str]] = []
@@ -140,11 +157,14 @@ class Worker:
             cls = resolve_connector_class(props.get("connector.class", ""))
             connector = WorkerConnector(name, cls(), {**props, "name": name}, listener=listener)
             self.connectors[name] = connector
+            self.startups.connector_attempts += 1
+            self.startups.connector_failures += 1
             connector.started_as(None, hide_values(error, found))
             return connector
         connector = WorkerConnector(name, cls(), parsed, listener=listener, references=found, paused=paused)
         connector.lifecycle = LifecycleThread(f"connector-{name}", inline=not self.threaded)
         self.connectors[name] = connector
+        self.startups.connector_attempts += 1
         connector.start_began = time.monotonic()
         connector.lifecycle.submit(lambda: self._start_instance(connector, {k: str(v) for k, v in resolved.items()}))
         return connector
@@ -157,8 +177,10 @@ class Worker:
             instance.initialize(WorkerConnectorContext(connector, self.clock, self.offset_store))
             instance.start(props)
         except Exception as error:
+            self.startups.connector_failures += 1
             connector.started_as(None, error)
             return
+        self.startups.connector_successes += 1
         connector.started_as(State.PAUSED if connector.paused else State.RUNNING)
         if self.threaded:  # the herder asks it for task configs at its next pass
             connector.reconfiguration_requested.set()
@@ -275,12 +297,15 @@ class Worker:
         does, rather than raised to the herder. When its connector does not run on this worker (a distributed
         worker runs tasks of connectors other workers run), ``connector_config`` says what it is. The task gets
         ``task_config`` with its ``${provider:path:key}`` references resolved."""
+        self.startups.task_attempts += 1
         try:
             worker_task = self._create_task(id, task_config, connector_config)
         except Exception as error:
+            self.startups.task_failures += 1
             log.error("task %s could not be created: %s", id, error)
             self._task_listener(id, State.FAILED, "".join(traceback.format_exception(error)))
             return None
+        self.startups.task_successes += 1
         if paused:
             worker_task.pause()
         self.tasks[id] = worker_task

@@ -18,6 +18,7 @@ PACKAGES = [
     "headwater.runtime.transport",
     "headwater.runtime.rest",
     "headwater.runtime.distributed",
+    "headwater.runtime.metrics",
     "headwater.runtime.storage",
     "headwater.harness",
     "headwater.demo",

@@ -23,8 +23,8 @@ def test_python_dash_m_headwater_is_the_headwater_command() -> None:
     assert "standalone" in done.stdout and "distributed" in done.stdout
 
 
-SERVER_STACK = ("fastapi", "uvicorn", "starlette", "pydantic")
-"""The ``worker`` extra: the REST API's server stack."""
+SERVER_STACK = ("fastapi", "uvicorn", "starlette", "pydantic", "prometheus_client")
+"""The ``worker`` extra: the REST API's server stack and the metrics exporter."""
 
 WITHOUT_SERVER_STACK = f"""
 import importlib.abc, sys

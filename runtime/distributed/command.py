@@ -23,6 +23,7 @@ from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG, slots_prefix
 from headwater.runtime.herder.distributed import DistributedHerder
+from headwater.runtime.metrics import MetricsServer
 from headwater.runtime.properties import ConfigFile, read_properties
 from headwater.runtime.rest import RestServer
 from headwater.runtime.startup import (
@@ -30,6 +31,7 @@ from headwater.runtime.startup import (
     log_state,
     rest_security,
     run_worker_command,
+    serve_metrics,
     serve_rest,
     wait_for_broker,
 )
@@ -99,6 +101,7 @@ class DistributedWorker:
             c["slots.topic.replication.factor"],
         )
         self.rest: RestServer | None = None
+        self.metrics: MetricsServer | None = None
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> DistributedWorker:
@@ -140,6 +143,7 @@ class DistributedWorker:
             self._serve_rest()
             log.info("distributed worker %s joining group %s", self.worker.worker_id, self.group_id)
             try:
+                self.metrics = serve_metrics(self.herder, self.config)
                 while not stop.is_set():
                     try:
                         self.herder.tick()
@@ -155,6 +159,8 @@ class DistributedWorker:
                 log.info("distributed worker stopping: handing its connectors and tasks over")
                 if self.rest is not None:
                     self.rest.stop()
+                if self.metrics is not None:
+                    self.metrics.stop()
                 self.herder.stop()
         finally:
             for store in reversed(started):

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
 
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
 from headwater.runtime.listener_config import ADMIN_LISTENERS
+from headwater.runtime.metrics import exposition, worker_registry
 from headwater.runtime.rest.connectors import connectors_router
 from headwater.runtime.rest.errors import install_error_handlers
 from headwater.runtime.rest.loggers import loggers_router
@@ -35,6 +37,15 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(RequestShape)
     app.include_router(root_router(herder, kafka_cluster_id, health_timeout_s))
+
+    registry = worker_registry(herder.worker)
+
+    @app.get("/metrics", tags=["metrics"], response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def metrics(request: Request) -> Response:
+        """The worker's Prometheus metrics, in Prometheus's text format or OpenMetrics (see Metrics in the docs)."""
+        body, content_type = exposition(registry, request.headers.get("accept"))
+        return Response(body, media_type=content_type)
+
     tracking = bool(config["topic.tracking.enable"])
     app.include_router(connectors_router(herder, tracking, bool(config["topic.tracking.allow.reset"])))
     app.include_router(plugins_router(config))

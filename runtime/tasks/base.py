@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+import time
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -69,6 +70,9 @@ class WorkerTask(ABC):
         self.settings = settings
         self.clock = clock
         self.state = State.UNASSIGNED
+        self.state_seconds: dict[State, float] = {}
+        """Seconds spent in each state before the current one (:meth:`seconds_in_states` adds the current one)."""
+        self._state_since = time.monotonic()
         self.failure: BaseException | None = None
         self.connector_deleted = False
         self.stop_delivered: bool | None = None
@@ -219,6 +223,10 @@ class WorkerTask(ABC):
         self.shutdown()
 
     def _set_state(self, state: State, trace: str | None = None) -> None:
+        now = time.monotonic()
+        previous = self.state
+        self.state_seconds[previous] = self.state_seconds.get(previous, 0.0) + now - self._state_since
+        self._state_since = now
         self.state = state
         if self._cancelled:
             log.info("task %s is %s after it was cancelled; not reported", self.id, state.value)
@@ -228,6 +236,15 @@ class WorkerTask(ABC):
                 self._listener(self.id, state, trace)
             except Exception as error:  # a status store whose client is closing: the task thread must not die of it
                 log.error("task %s is %s, but its status could not be recorded: %r", self.id, state.value, error)
+
+    def seconds_in_states(self) -> dict[State, float]:
+        """Seconds spent in each state since the task was created, the current one up to now (Kafka Connect's
+        ``running-ratio`` and ``pause-ratio`` are their shares). Read from another thread, a state change under way
+        may be missed by one call."""
+        found = dict(self.state_seconds)
+        state, since = self.state, self._state_since
+        found[state] = found.get(state, 0.0) + max(time.monotonic() - since, 0.0)
+        return found
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id}, state={self.state.value})"

@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
+from time import perf_counter
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
@@ -19,6 +20,7 @@ from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.dead_letter import DeadLetterQueue
 from headwater.runtime.tasks.sink_context import WorkerSinkTaskContext
 from headwater.runtime.tasks.sink_conversion import SinkConversion, joined
+from headwater.runtime.tasks.timing import BatchTimes
 from headwater.runtime.tasks.tolerance import Failure, Stage, class_name
 from headwater.runtime.transport.base import Consumer, Message, Producer
 from headwater.sdk.context import Clock
@@ -84,10 +86,17 @@ class WorkerSinkTask(WorkerTask):
         self._next_commit = 0
         self.active_topics: set[str] = set()
         """Topics a record was consumed from (KIP-558's sink rule: when consumed and converted)."""
+        self.records_read = 0
+        """Records the consumer returned (before conversion and transformation)."""
         self.records_put = 0
         self.commits = 0
         self.commit_failures = 0
         self.commits_skipped = 0
+        self.put_times = BatchTimes()
+        """Durations of the ``put`` calls that returned (an empty batch included)."""
+        self.commit_times = BatchTimes()
+        """Durations of offset commits, from ``pre_commit`` to the commit's completion, failed ones included."""
+        self._commit_began = 0.0
 
     @property
     def all_paused(self) -> bool:
@@ -158,6 +167,7 @@ class WorkerSinkTask(WorkerTask):
                 pending, self._unconverted = self._unconverted, ()
                 self._convert(pending)
         if messages:
+            self.records_read += len(messages)
             self._raw = joined(self._raw, messages)
             self._convert(messages)
         if self._unconverted:
@@ -181,8 +191,11 @@ class WorkerSinkTask(WorkerTask):
 
     def _deliver(self) -> bool:
         records = self._records
+        began = perf_counter()
         try:
             self.task.put(records)
+            ended = perf_counter()
+            self.put_times.observe(ended - began, ended)
         except RetriableError as error:
             if not self._put_retry.enabled:  # Kafka Connect's rule: redelivered without limit
                 log.warning(
@@ -274,6 +287,7 @@ class WorkerSinkTask(WorkerTask):
         self._committing = True
         self._commit_seqno += 1
         self._commit_started = now
+        self._commit_began = perf_counter()
         last = {tp: off for tp, off in self.last_committed.items() if tp in wanted}
         try:
             provided = self.hooks.pre_commit(task=self.task, current_offsets=dict(requested))
@@ -340,6 +354,8 @@ class WorkerSinkTask(WorkerTask):
             self.commits_skipped += 1
             return
         self._committing = False
+        ended = perf_counter()
+        self.commit_times.observe(ended - self._commit_began, ended)
         if error is not None:
             log.error("task %s: offset commit %d failed: %s", self.id, seqno, error)
             self.commit_failures += 1
@@ -398,6 +414,29 @@ class WorkerSinkTask(WorkerTask):
 
     def before_stop(self) -> None:
         self.commit_offsets(self.clock.now_ms(), closing=True, partitions=self.consumer.assignment())
+
+    @property
+    def commit_seqno(self) -> int:
+        """The sequence number of the latest offset commit (Kafka Connect's ``offset-commit-seq-no``)."""
+        return self._commit_seqno
+
+    def active_records(self) -> int:
+        """Records read from Kafka and not yet committed (Kafka Connect's ``sink-record-active-count``): those
+        fetched and not yet put, plus, per partition, how far the offset put is past the offset committed. Safe to
+        call from another thread than the task's (the metrics collector does)."""
+        current, committed = dict(self.current_offsets), dict(self.last_committed)
+        buffered = len(self._raw)
+        return buffered + sum(max(offset - committed.get(tp, offset), 0) for tp, offset in current.items())
+
+    def lag(self) -> dict[TopicPartition, int]:
+        """Per assigned partition, records in it the task has not been given yet: the consumer's last known high
+        watermark minus the next offset to put; partitions whose high watermark is not known yet are left out.
+        Asks the broker nothing; safe to call from another thread than the task's."""
+        current = dict(self.current_offsets)
+        if not current or self._closed:
+            return {}
+        highs = self.consumer.high_watermarks(list(current))
+        return {tp: max(high - current[tp], 0) for tp, high in highs.items() if tp in current}
 
     def close_clients(self) -> None:
         self._closed = True

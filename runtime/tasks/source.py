@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
+from time import perf_counter
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
@@ -19,6 +20,7 @@ from headwater.runtime.converters import passes_bytes_through, sends_header_byte
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
+from headwater.runtime.tasks.timing import BatchTimes
 from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class_name
 from headwater.runtime.topic_creation import TopicCreation
 from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
@@ -133,10 +135,18 @@ class WorkerSourceTask(WorkerTask):
         """The connector's topic creation groups, when it creates topics (KIP-158): a topic this task has not sent
         to yet is created, when missing, before its first record."""
         self.records_sent = 0
+        self.records_polled = 0
+        """Records ``poll`` returned (before transformation), heartbeat records not included."""
         self.heartbeat_calls = 0
         self.heartbeat_records = 0
         self.commits = 0
         self.commit_failures = 0
+        self.poll_times = BatchTimes()
+        """Durations of the ``poll`` calls that returned records (an empty batch included, ``None`` not)."""
+        self.commit_times = BatchTimes()
+        """Durations of offset commits, failed ones included."""
+        self.partition_offsets: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None, int]] = {}
+        """Per source partition: its last committed offset and when (clock milliseconds) a commit last changed it."""
 
     def initialize(self) -> None:
         reader = StoreOffsetReader(self.offset_store, self.settings.connector)
@@ -163,13 +173,18 @@ class WorkerSourceTask(WorkerTask):
                 self._take(heartbeats)
                 progressed = self._send(now)
         if self._to_send is None:
+            began = perf_counter()
             try:
                 records = self.task.poll()
             except RetriableError as error:
                 log.warning("task %s: retriable error from poll, polling again: %s", self.id, error)
                 records = None
+            if records is not None:
+                ended = perf_counter()
+                self.poll_times.observe(ended - began, ended)
             if not records:
                 return progressed
+            self.records_polled += len(records)
             self._take(records)
         if now < self._retry_at:
             return progressed
@@ -368,10 +383,13 @@ class WorkerSourceTask(WorkerTask):
                 validate_offset_map("offset", offset)
             except TypeError as error:
                 raise ConnectError(f"task {self.id}: cannot commit offsets: {error}") from None
+        began = perf_counter()
         if offsets:
             try:
                 self.offset_store.set(self.settings.connector, offsets, self.settings.flush_timeout_ms)
             except Exception as error:
+                ended = perf_counter()
+                self.commit_times.observe(ended - began, ended)
                 self.commit_failures += 1
                 log.error(
                     "task %s: offset commit failed, keeping %d offsets for the next attempt: %s",
@@ -380,13 +398,24 @@ class WorkerSourceTask(WorkerTask):
                     error,
                 )
                 return False
+            self._moved(self.clock.now_ms())
             self._uncommitted.clear()
+        ended = perf_counter()
+        self.commit_times.observe(ended - began, ended)
         self.commits += 1
         try:
             self.hooks.offsets_committed(task=self.task, offsets=offsets)
         except Exception:
             log.exception("task %s: offsets_committed hook failed", self.id)
         return True
+
+    def _moved(self, now: int) -> None:
+        """The offsets in :attr:`_uncommitted` were committed at ``now``: note the partitions whose offset moved."""
+        known = self.partition_offsets
+        for key, (partition, offset) in self._uncommitted.items():
+            previous = known.get(key)
+            if previous is None or previous[1] != offset:
+                known[key] = (partition, offset, now)
 
     def before_stop(self) -> None:
         if self._cancelled:

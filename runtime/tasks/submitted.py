@@ -210,11 +210,12 @@ class SubmittedRecords:
         return found
 
     def in_flight(self) -> int:
-        """Records submitted and not yet acknowledged."""
+        """Records submitted and not yet acknowledged. Safe to call from another thread than the task's (the
+        metrics collector does): it walks copies of the queues, each taken in one step."""
         return sum(
             (entry.remaining if isinstance(entry, SubmittedBatch) else 1)
-            for queue in self._pending.values()
-            for entry in queue
+            for queue in list(self._pending.values())
+            for entry in list(queue)
             if not entry.acked
         )
 

@@ -85,6 +85,8 @@ class ErrorCounters:
 
     record_failures: int = 0
     """``total-record-failures``: failed operations, retried or not."""
+    record_errors: int = 0
+    """``total-record-errors``: records whose operation failed for good (not retried again)."""
     records_skipped: int = 0
     """``total-records-skipped``: records skipped under ``errors.tolerance=all``."""
     retries: int = 0
@@ -244,6 +246,7 @@ class ErrorHandler:
     def _failed(self, failure: Failure) -> Future[None]:
         counters = self.counters
         counters.record_failures += 1
+        counters.record_errors += 1
         counters.last_error_ms = self.clock.now_ms()
         settings = self.settings
         if not settings.tolerate:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 import time
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
@@ -323,6 +324,9 @@ class KafkaConsumer:
         """The topics matching :attr:`_pattern` this consumer subscribed to (``None``: not yet)."""
         self._pattern_refresh_s = int(config.get(METADATA_MAX_AGE) or DEFAULT_METADATA_MAX_AGE_MS) / 1000
         self._next_pattern_refresh = 0.0
+        self._closing_lock = threading.Lock()
+        """Held while :meth:`high_watermarks` reads the client from another thread, and while :meth:`close` marks
+        it closing."""
 
     # ---- membership ------------------------------------------------------------------------------------------
 
@@ -525,6 +529,29 @@ class KafkaConsumer:
                 found[tp] = int(rd.offset)
         return found
 
+    def high_watermarks(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        """librdkafka's cached high watermarks, updated by every fetch response; taken under :attr:`_closing_lock`
+        without waiting, so that no call reaches a client :meth:`close` is destroying (``{}`` meanwhile)."""
+        if not self._closing_lock.acquire(blocking=False):
+            return {}
+        try:
+            if self._closing:
+                return {}
+            found: dict[TopicPartition, int] = {}
+            for tp in partitions:
+                try:
+                    _, high = self._consumer.get_watermark_offsets(
+                        RdTopicPartition(tp.topic, tp.partition), cached=True
+                    )
+                except KafkaException as error:  # not assigned any more, say: no lag to tell for it
+                    log.debug("no cached high watermark for %s: %s", tp, error)
+                    continue
+                if high is not None and high >= 0:
+                    found[tp] = int(high)
+            return found
+        finally:
+            self._closing_lock.release()
+
     def seek(self, partition: TopicPartition, offset: int) -> None:
         if self._assigning is not None and partition in self._assigning:
             self._assigning[partition] = offset
@@ -592,7 +619,8 @@ class KafkaConsumer:
 
     def close(self) -> None:
         self._listener = None
-        self._closing = True  # looking up committed offsets from inside close() waits out its whole timeout
+        with self._closing_lock:
+            self._closing = True  # looking up committed offsets from inside close() waits out its whole timeout
         self._consumer.close()
 
 

@@ -376,6 +376,18 @@ class MemoryConsumer:
         with self.broker.lock:
             return dict(self._positions)
 
+    def high_watermarks(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        """The end of each assigned partition's log (the in-memory broker has no fetch to wait for)."""
+        with self.broker.lock:
+            if self._closed:
+                return {}
+            found: dict[TopicPartition, int] = {}
+            for tp in partitions:
+                log = self.broker.log(tp) if tp in self._positions else None
+                if log is not None:
+                    found[tp] = len(log)
+            return found
+
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch ``partition`` from ``offset`` next."""
         if offset < 0:

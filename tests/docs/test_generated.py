@@ -1,4 +1,5 @@
-"""The generated reference pages (docs/configuration.md, docs/hook-api.md) match the code they are made from."""
+"""The generated reference pages (docs/configuration.md, docs/hook-api.md, docs/transforms.md, docs/metrics.md)
+match the code they are made from."""
 
 from __future__ import annotations
 
@@ -36,9 +37,19 @@ def test_every_hook_and_worker_key_is_on_its_page(gen_docs: ModuleType) -> None:
     assert all(f"| `{key.name}` |" in config for key in WORKER_CONFIG)
 
 
+def test_every_metric_is_on_the_metrics_page(gen_docs: ModuleType) -> None:
+    from headwater.runtime.metrics import METRICS
+
+    page = gen_docs.metrics_page()
+    assert METRICS and all(f"| `{metric.exposed_name}`" in page for metric in METRICS)
+    assert all(f"`{name}`" in page for metric in METRICS for name in metric.kafka)
+
+
 def test_a_stale_page_is_reported(gen_docs: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gen_docs, "DOCS", tmp_path)
-    assert sorted(gen_docs.stale()) == ["configuration.md", "hook-api.md", "transforms.md"], "missing files are stale"
+    assert sorted(gen_docs.stale()) == ["configuration.md", "hook-api.md", "metrics.md", "transforms.md"], (
+        "missing files are stale"
+    )
     assert gen_docs.main([]) == 0
     assert gen_docs.stale() == []
     (tmp_path / "hook-api.md").write_text("# Hook API\n")
