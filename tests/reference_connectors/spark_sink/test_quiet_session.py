@@ -21,6 +21,8 @@ START_A_SESSION = textwrap.dedent(
     """
 )
 
+JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
+
 
 @pytest.mark.spark
 def test_a_session_starts_without_sparks_notices_and_says_how_long_it_took() -> None:
@@ -30,9 +32,8 @@ def test_a_session_starts_without_sparks_notices_and_says_how_long_it_took() -> 
         [sys.executable, "-c", START_A_SESSION], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    assert "log4j" not in done.stderr, done.stderr  # "Using Spark's default log4j profile: ..."
-    assert " INFO " not in done.stderr and " WARN " not in done.stderr, done.stderr
-    assert "NativeCodeLoader" not in done.stderr, done.stderr
+    # the JVM's own notice of the module Spark adds (no log4j line) is all there is
+    assert [line for line in done.stderr.splitlines() if line.strip() and line != JVM_NOTICE] == [], done.stderr
     started = [line for line in done.stdout.splitlines() if "starting the worker's SparkSession" in line]
     assert started[0].startswith("INFO headwater.reference_connectors.spark_sink.session: starting"), done.stdout
     assert ": started in " in started[-1], done.stdout
