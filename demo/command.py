@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from headwater.demo.pipeline import DemoFailed, DemoOptions, run_demo
 from headwater.demo.worker import RestError
+from headwater.runtime.logging_context import configure_logging
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds the whole run may take (default 240)")
     parser.add_argument("--log-level", default="ERROR", help="Python logging level of the worker (default ERROR)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level)
     options = DemoOptions(args.dir, args.bootstrap, args.in_memory, not args.without_spark, args.timeout)
     try:
         summary = run_demo(options)

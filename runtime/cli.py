@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
+
+from headwater.runtime.logging_context import configure_logging
 
 WORKER_STACK = ("fastapi", "uvicorn", "pydantic", "starlette", "prometheus_client")
 """The REST API's server stack and the metrics exporter, installed by the ``worker`` extra; the SDK and the simulated
@@ -29,8 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     distributed.add_argument("worker_config", metavar="WORKER_PROPS", help="Worker config: .properties or .json.")
     args = parser.parse_args(argv)
-    level = args.log_level or "INFO"
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level or "INFO")
     try:
         if args.command == "standalone":
             from headwater.runtime.standalone import main as standalone_main

@@ -23,6 +23,7 @@ from headwater.runtime.config import (
     TaskSettings,
 )
 from headwater.runtime.config_transformer import ConfigTransformer, hide_values, references, restore_references
+from headwater.runtime.logging_context import for_connector, for_task
 from headwater.runtime.override_policy import check_client_settings
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.offsets import OffsetStore
@@ -170,7 +171,13 @@ class Worker:
         return connector
 
     def _start_instance(self, connector: WorkerConnector, props: dict[str, str]) -> None:
-        """On the connector's lifecycle thread: initialize and start the instance, then report its state."""
+        """On the connector's lifecycle thread: initialize and start the instance, then report its state; its lines
+        are logged as ``[name|worker]`` (Kafka Connect's ``WorkerConnector`` runs in
+        ``LoggingContext.forConnector``)."""
+        with for_connector(connector.name):
+            self._start_in_context(connector, props)
+
+    def _start_in_context(self, connector: WorkerConnector, props: dict[str, str]) -> None:
         try:
             instance = connector.instance
             connector.hooks = plugin_manager(instance, self.plugins).hook
@@ -188,7 +195,8 @@ class Worker:
     def connector_task_configs(self, name: str) -> list[dict[str, str]]:
         connector = self.connectors[name]
         max_tasks = int(connector.config["tasks.max"])
-        configs = connector.instance.task_configs(max_tasks)
+        with for_connector(name):
+            configs = connector.instance.task_configs(max_tasks)
         if len(configs) > max_tasks:
             raise ConnectError(f"connector {name} returned {len(configs)} task configs for tasks.max={max_tasks}")
         found = connector.references
@@ -228,7 +236,12 @@ class Worker:
             del self.connectors[name]
 
     def _stop_instance(self, connector: WorkerConnector, connector_deleted: bool) -> None:
-        """On the connector's lifecycle thread: deliver ``stop`` and report the connector STOPPED."""
+        """On the connector's lifecycle thread: deliver ``stop`` and report the connector STOPPED; its lines are
+        logged as ``[name|worker]``."""
+        with for_connector(connector.name):
+            self._stop_in_context(connector, connector_deleted)
+
+    def _stop_in_context(self, connector: WorkerConnector, connector_deleted: bool) -> None:
         name = connector.name
         try:
             if connector.hooks is not None:
@@ -299,7 +312,8 @@ class Worker:
         ``task_config`` with its ``${provider:path:key}`` references resolved."""
         self.startups.task_attempts += 1
         try:
-            worker_task = self._create_task(id, task_config, connector_config)
+            with for_task(id.connector, id.task):  # the task's class and clients are made in its context
+                worker_task = self._create_task(id, task_config, connector_config)
         except Exception as error:
             self.startups.task_failures += 1
             log.error("task %s could not be created: %s", id, error)

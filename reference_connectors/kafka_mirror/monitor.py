@@ -3,6 +3,7 @@ own and asks for a task reconfiguration when they change, or when their leaders 
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable
@@ -52,7 +53,12 @@ class PartitionMonitor:
         with self._lock:
             self._current = found
         log.info("%s: %d matching partitions on the source cluster", self._name, len(found))
-        self._thread = threading.Thread(target=self._run, name=f"{self._name}-partition-monitor", daemon=True)
+        self._thread = threading.Thread(  # in the connector's logging context: its lines say which connector
+            target=contextvars.copy_context().run,
+            args=(self._run,),
+            name=f"{self._name}-partition-monitor",
+            daemon=True,
+        )
         self._thread.start()
 
     @property

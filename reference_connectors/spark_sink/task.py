@@ -25,6 +25,7 @@ and keeps its offsets in the table rather than trusting the consumer group.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -120,7 +121,8 @@ class SparkSinkTask(SinkTask):
         parts = self.buffer.take()
         self.flushes[reason] += 1
         if self.executor is not None:
-            self.pending = self.executor.submit(self.writer.write, parts)
+            # in this task's logging context, so that the write's lines say which task they are of
+            self.pending = self.executor.submit(contextvars.copy_context().run, self.writer.write, parts)
             return written
         self.written.update(self.writer.write(parts))
         return True

@@ -21,6 +21,7 @@ from headwater.runtime.converters import (
     load_converter,
     load_header_converter,
 )
+from headwater.runtime.logging_context import LoggingContext, for_task
 from headwater.runtime.plugins import plugin_manager
 from headwater.runtime.tasks.tolerance import ErrorHandler
 from headwater.runtime.transforms.chain import TransformationChain
@@ -94,8 +95,16 @@ class WorkerTask(ABC):
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
+    def logging_context(self) -> LoggingContext:
+        """``[name|task-N]`` for the lines logged while this task runs (Kafka Connect's ``LoggingContext.forTask``)."""
+        return for_task(self.id.connector, self.id.task)
+
     def start(self) -> None:
         """Load converters, register hooks, initialize and start the connector's task."""
+        with self.logging_context():
+            self._start()
+
+    def _start(self) -> None:
         try:
             props = self.settings.converter_props
             s = self.settings
@@ -122,20 +131,22 @@ class WorkerTask(ABC):
         it down."""
         if self.state is State.FAILED or self._stopping:
             return False
-        try:
-            return self.iteration()
-        except Exception as error:
-            self._fail(error)
-            return False
+        with self.logging_context():
+            try:
+                return self.iteration()
+            except Exception as error:
+                self._fail(error)
+                return False
 
     def execute(self, idle_wait_ms: int = 5) -> None:
         """Run the task on the calling thread until :meth:`stop` is called, then shut it down."""
-        self.start()
-        while not self._stopping and self.state is not State.FAILED:
-            if not self.step():
-                self._wake.wait(idle_wait_ms / 1000)
-                self._wake.clear()
-        self.shutdown()
+        with self.logging_context():
+            self.start()
+            while not self._stopping and self.state is not State.FAILED:
+                if not self.step():
+                    self._wake.wait(idle_wait_ms / 1000)
+                    self._wake.clear()
+            self.shutdown()
 
     def stop(self, connector_deleted: bool = False) -> None:
         """Ask the task to stop (from any thread). The loop finishes its pass, then :meth:`shutdown` runs."""
@@ -153,6 +164,10 @@ class WorkerTask(ABC):
         """Final commit, closing, then the ``stop`` hook with ``connector_deleted``; idempotent."""
         if self.stop_delivered is not None:
             return
+        with self.logging_context():
+            self._shutdown()
+
+    def _shutdown(self) -> None:
         if self.hooks is not None:
             try:
                 self.before_stop()

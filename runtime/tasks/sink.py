@@ -132,7 +132,7 @@ class WorkerSinkTask(WorkerTask):
             self._next_commit = now + self.settings.flush_interval_ms
             context.commit_requested = False
         if self._committing and now >= self._commit_started + self.settings.flush_timeout_ms:
-            log.error("task %s: offset commit %d timed out; allowing a new one", self.id, self._commit_seqno)
+            log.error("offset commit %d timed out; allowing a new one", self._commit_seqno)
             self.commit_failures += 1
             self._committing = False
         timeout = min(max(self._next_commit - now, 0), MAX_POLL_WAIT_MS)
@@ -199,8 +199,7 @@ class WorkerSinkTask(WorkerTask):
         except RetriableError as error:
             if not self._put_retry.enabled:  # Kafka Connect's rule: redelivered without limit
                 log.warning(
-                    "task %s: retriable error from put; the same %d records come again: %s",
-                    self.id,
+                    "retriable error from put; the same %d records come again: %s",
                     len(records),
                     error,
                 )
@@ -211,8 +210,7 @@ class WorkerSinkTask(WorkerTask):
                 self._put_gave_up(records, error)
             else:
                 log.warning(
-                    "task %s: retriable error from put; the same %d records come again in %d ms: %s",
-                    self.id,
+                    "retriable error from put; the same %d records come again in %d ms: %s",
                     len(records),
                     at - self.clock.now_ms(),
                     error,
@@ -258,7 +256,7 @@ class WorkerSinkTask(WorkerTask):
         assigned = self.consumer.assignment()
         for tp, offset in rewinds.items():
             if tp not in assigned:
-                log.warning("task %s: ignoring a rewind of unassigned partition %s", self.id, tp)
+                log.warning("ignoring a rewind of unassigned partition %s", tp)
                 continue
             self.consumer.seek(tp, offset)
             self.last_committed[tp] = offset
@@ -295,9 +293,9 @@ class WorkerSinkTask(WorkerTask):
             self.commit_failures += 1
             self._committing = False
             if closing:
-                log.warning("task %s: pre_commit failed while closing partitions: %s", self.id, error)
+                log.warning("pre_commit failed while closing partitions: %s", error)
             else:
-                log.error("task %s: pre_commit failed; rewinding to the last committed offsets: %s", self.id, error)
+                log.error("pre_commit failed; rewinding to the last committed offsets: %s", error)
                 for tp, offset in last.items():
                     self.consumer.seek(tp, offset)
                 self.current_offsets.update(last)
@@ -311,7 +309,7 @@ class WorkerSinkTask(WorkerTask):
             self._committing = False
             return
         if not provided:
-            log.debug("task %s: pre_commit returned no offsets; skipping the commit", self.id)
+            log.debug("pre_commit returned no offsets; skipping the commit")
             self.commits_skipped += 1
             self._committing = False
             return
@@ -321,22 +319,20 @@ class WorkerSinkTask(WorkerTask):
                 if offset <= requested[tp]:
                     committable[tp] = offset
                 else:
-                    log.warning(
-                        "task %s: ignoring offset %d for %s: only %d was consumed", self.id, offset, tp, requested[tp]
-                    )
+                    log.warning("ignoring offset %d for %s: only %d was consumed", offset, tp, requested[tp])
             elif tp in assigned:
-                log.debug("task %s: ignoring offset for %s, which is not being committed", self.id, tp)
+                log.debug("ignoring offset for %s, which is not being committed", tp)
             else:
-                log.warning("task %s: ignoring offset for %s, which is not assigned to it", self.id, tp)
+                log.warning("ignoring offset for %s, which is not assigned to it", tp)
         if committable == last:
-            log.debug("task %s: nothing new to commit", self.id)
+            log.debug("nothing new to commit")
             self.commits_skipped += 1
             self._committing = False
             return
         seqno = self._commit_seqno
         if closing:
             if self._cancelled:
-                log.warning("task %s was cancelled: skipping its final offset commit", self.id)
+                log.warning("the task was cancelled: skipping its final offset commit")
                 self._committing = False
                 return
             try:
@@ -350,14 +346,14 @@ class WorkerSinkTask(WorkerTask):
 
     def _commit_completed(self, seqno: int, error: Exception | None, offsets: Mapping[TopicPartition, int]) -> None:
         if seqno != self._commit_seqno:
-            log.debug("task %s: ignoring the completion of stale commit %d", self.id, seqno)
+            log.debug("ignoring the completion of stale commit %d", seqno)
             self.commits_skipped += 1
             return
         self._committing = False
         ended = perf_counter()
         self.commit_times.observe(ended - self._commit_began, ended)
         if error is not None:
-            log.error("task %s: offset commit %d failed: %s", self.id, seqno, error)
+            log.error("offset commit %d failed: %s", seqno, error)
             self.commit_failures += 1
             return
         self.last_committed.update(offsets)
@@ -365,7 +361,7 @@ class WorkerSinkTask(WorkerTask):
         try:
             self.hooks.offsets_committed(task=self.task, offsets=dict(offsets))
         except Exception:
-            log.exception("task %s: offsets_committed hook failed", self.id)
+            log.exception("offsets_committed hook failed")
 
     # ---- rebalances ------------------------------------------------------------------------------------------
 

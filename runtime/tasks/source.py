@@ -17,6 +17,7 @@ from time import perf_counter
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import TaskSettings
 from headwater.runtime.converters import passes_bytes_through, sends_header_bytes_through
+from headwater.runtime.logging_context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
@@ -177,7 +178,7 @@ class WorkerSourceTask(WorkerTask):
             try:
                 records = self.task.poll()
             except RetriableError as error:
-                log.warning("task %s: retriable error from poll, polling again: %s", self.id, error)
+                log.warning("retriable error from poll, polling again: %s", error)
                 records = None
             if records is not None:
                 ended = perf_counter()
@@ -278,13 +279,7 @@ class WorkerSourceTask(WorkerTask):
                 self.records_sent += index - start
                 return index > start
             except RetriableError as error:
-                log.warning(
-                    "task %s: retriable send failure to %s, retrying in %d ms: %s",
-                    self.id,
-                    topic,
-                    SEND_FAILED_BACKOFF_MS,
-                    error,
-                )
+                log.warning("retriable send failure to %s, retrying in %d ms: %s", topic, SEND_FAILED_BACKOFF_MS, error)
                 return self._stop_sending(index, start, now + SEND_FAILED_BACKOFF_MS)
             except ConnectError as error:  # the producer refuses the record for good (too large, say)
                 self.errors.failed(Failure(Stage.KAFKA_PRODUCE, class_name(self.producer), error, record))
@@ -374,7 +369,12 @@ class WorkerSourceTask(WorkerTask):
 
     def commit_offsets(self) -> bool:
         """Write the committable offsets to the offset store. A failure keeps them for the next attempt, where
-        newer offsets of the same partitions replace them."""
+        newer offsets of the same partitions replace them. Its lines are logged as ``[name|task-N|offsets]``
+        (Kafka Connect's ``SourceTaskOffsetCommitter`` commits in ``LoggingContext.forOffsets``)."""
+        with for_offsets(self.id.connector, self.id.task):
+            return self._commit_offsets()
+
+    def _commit_offsets(self) -> bool:
         self._uncommitted.update(self.submitted.committable())
         offsets = list(self._uncommitted.values())
         for partition, offset in offsets:
@@ -391,12 +391,7 @@ class WorkerSourceTask(WorkerTask):
                 ended = perf_counter()
                 self.commit_times.observe(ended - began, ended)
                 self.commit_failures += 1
-                log.error(
-                    "task %s: offset commit failed, keeping %d offsets for the next attempt: %s",
-                    self.id,
-                    len(offsets),
-                    error,
-                )
+                log.error("offset commit failed, keeping %d offsets for the next attempt: %s", len(offsets), error)
                 return False
             self._moved(self.clock.now_ms())
             self._uncommitted.clear()
@@ -406,7 +401,7 @@ class WorkerSourceTask(WorkerTask):
         try:
             self.hooks.offsets_committed(task=self.task, offsets=offsets)
         except Exception:
-            log.exception("task %s: offsets_committed hook failed", self.id)
+            log.exception("offsets_committed hook failed")
         return True
 
     def _moved(self, now: int) -> None:
@@ -419,11 +414,11 @@ class WorkerSourceTask(WorkerTask):
 
     def before_stop(self) -> None:
         if self._cancelled:
-            log.warning("task %s was cancelled: skipping the final offset commit", self.id)
+            log.warning("the task was cancelled: skipping the final offset commit")
             return
         remaining = self.producer.flush(self.settings.flush_timeout_ms)
         if remaining:
-            log.warning("task %s: %d records still unacknowledged at the final commit", self.id, remaining)
+            log.warning("%d records still unacknowledged at the final commit", remaining)
         self.commit_offsets()
 
     def close_clients(self) -> None:

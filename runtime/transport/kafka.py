@@ -14,8 +14,8 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import Consumer as RdConsumer
@@ -42,6 +42,7 @@ from headwater.runtime.transport.base import (
 from headwater.runtime.transport.kafka_log import KafkaBasedLog
 from headwater.runtime.transport.kafka_membership import KafkaGroupMember
 from headwater.runtime.transport.kafka_records import KafkaRecords
+from headwater.runtime.transport.librdkafka_logger import with_logger
 from headwater.runtime.transport.refusals import (
     PRODUCER_MAX_MESSAGE_BYTES,
     batch_size,
@@ -56,6 +57,9 @@ from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
 from headwater.sdk.records import TopicPartition
 
 log = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 JAVA_ONLY = frozenset(
     {"clock", "max.poll.records", "key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
@@ -154,7 +158,7 @@ class KafkaTransport:
 
     def _merged(self, defaults: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**defaults, **self.config, **config}
-        return {k: v for k, v in merged.items() if k not in JAVA_ONLY}
+        return with_logger({k: v for k, v in merged.items() if k not in JAVA_ONLY})
 
     def producer(self, config: Mapping[str, Any]) -> KafkaProducer:
         return KafkaProducer(self._merged(PRODUCER_DEFAULTS, config))
@@ -165,7 +169,7 @@ class KafkaTransport:
         return KafkaConsumer(merged)
 
     def admin(self) -> KafkaAdmin:
-        return KafkaAdmin({k: v for k, v in self.admin_config.items() if k not in JAVA_ONLY})
+        return KafkaAdmin(with_logger({k: v for k, v in self.admin_config.items() if k not in JAVA_ONLY}))
 
     def topic_log(self, topic: str, apply: LogApply, **options: Any) -> KafkaBasedLog:
         """See :meth:`Transport.topic_log`."""
@@ -624,10 +628,26 @@ class KafkaConsumer:
         self._consumer.close()
 
 
+def _serving_logs(method: Callable[Concatenate[KafkaAdmin, _P], _R]) -> Callable[Concatenate[KafkaAdmin, _P], _R]:
+    """After the admin request, hand over the client's librdkafka log lines (confluent-kafka queues them for
+    ``poll`` once a ``logger`` is set), however it ended."""
+
+    def serving(self: KafkaAdmin, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._admin.poll(0)
+
+    return serving
+
+
 class KafkaAdmin:
+    """Admin requests; each hands over the client's librdkafka log lines when it returns."""
+
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._admin = AdminClient(dict(config))
 
+    @_serving_logs
     def create_topics(self, topics: Sequence[NewTopic]) -> None:
         if not topics:
             return
@@ -641,10 +661,12 @@ class KafkaAdmin:
             except TimeoutError:
                 raise RetriableError(f"cannot create topic {name}: no answer from the cluster in 60 s") from None
 
+    @_serving_logs
     def list_topics(self) -> dict[str, int]:
         metadata = self._admin.list_topics(timeout=30)
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
+    @_serving_logs
     def describe_topics(self, names: Sequence[str]) -> dict[str, int]:
         """See :meth:`Admin.describe_topics`: Kafka's DescribeTopics (a metadata request naming the topics would
         create them on a broker that creates topics on first use)."""
@@ -671,6 +693,7 @@ class KafkaAdmin:
                 ) from None
         return found
 
+    @_serving_logs
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         request = [ConsumerGroupTopicPartitions(group_id)]
         deadline = time.monotonic() + _ADMIN_TIMEOUT_S
@@ -693,6 +716,7 @@ class KafkaAdmin:
             TopicPartition(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions or [] if tp.offset >= 0
         }
 
+    @_serving_logs
     def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         partitions = [RdTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
         request = [ConsumerGroupTopicPartitions(group_id, partitions)]
@@ -704,6 +728,7 @@ class KafkaAdmin:
         except TimeoutError:
             raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
 
+    @_serving_logs
     def delete_group(self, group_id: str) -> None:
         try:
             self._admin.delete_consumer_groups([group_id], request_timeout=_ADMIN_TIMEOUT_S)[group_id].result(
@@ -715,6 +740,7 @@ class KafkaAdmin:
         except TimeoutError:
             raise ConnectError(f"no answer from the cluster in {_ADMIN_TIMEOUT_S:.0f} s") from None
 
+    @_serving_logs
     def delete_topics(self, names: Sequence[str], wait: bool = True) -> None:
         if not names:
             return

@@ -32,6 +32,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from headwater.runtime.transport.base import Delivery, LogApply, raise_failed, record_key
+from headwater.runtime.transport.librdkafka_logger import with_logger
 from headwater.sdk.errors import ConnectError
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class KafkaBasedLog:
         self.topic_config = {**(topic_config or {}), "cleanup.policy": "compact"}
         self.timeout_ms = timeout_ms
         self._apply = apply
-        self._client_config = {**(client_config or {}), "bootstrap.servers": bootstrap_servers, "logger": log}
+        self._client_config = with_logger({**(client_config or {}), "bootstrap.servers": bootstrap_servers})
         self._read_lock = threading.Lock()
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None

@@ -11,6 +11,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from headwater.runtime.transport.base import MissingTopicError, RebalanceListener
+from headwater.runtime.transport.librdkafka_logger import LibrdkafkaLogger
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition as OurTopicPartition
 
@@ -33,7 +34,7 @@ class KafkaGroupMember:
                 "partition.assignment.strategy": "cooperative-sticky",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
-                "logger": log,
+                "logger": LibrdkafkaLogger(),
             }
         )
         self._closed = False
