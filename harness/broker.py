@@ -33,6 +33,7 @@ import contextlib
 import fcntl
 import importlib
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import IO
 
 from headwater.harness.broker_security import SaslSslListener, listener_lines
+from headwater.harness.long_command import maven_progress, run_logged
 
 KAFKA_VERSION = "4.3.1"
 FALLBACK_KAFKA_VERSION = "3.9.2"
@@ -57,6 +59,8 @@ INSTALL_HINT = "install Java 17 and Maven (apt-get install openjdk-17-jre-headle
 DEFAULT_JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 _MARKER = ".fetched"
 _STATE = "broker.json"
+
+log = logging.getLogger(__name__)
 
 
 class BrokerUnavailable(RuntimeError):
@@ -150,8 +154,9 @@ def fetch_maven(cache_dir: Path, pom: str, artifact: str) -> Path:
         if marker.exists() and any(jars.glob(f"{artifact}-*.jar")):
             return jars
         (cache_dir / "pom.xml").write_text(pom)
-        command = [tools["mvn"], "-q", "-B", "-f", str(cache_dir / "pom.xml"), "dependency:copy-dependencies"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+        command = [tools["mvn"], "-B", "-f", str(cache_dir / "pom.xml"), "dependency:copy-dependencies"]
+        what = f"fetching {artifact}'s jars from Maven Central into {jars}"
+        done = run_logged(command, what, maven_progress, log, timeout_s=1800)
         if done.returncode != 0:
             raise BrokerUnavailable(
                 f"{shlex.join(command)} failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}"
@@ -460,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None, help="default: <cache root>/broker")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the broker to start")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # to stderr
     data_dir = args.data_dir or cache_root() / "broker"
     try:
         if args.command == "fetch":

@@ -16,13 +16,16 @@ the same conversion into Spark's ``noop`` sink, leaving no file on the executors
 from __future__ import annotations
 
 import atexit
+import contextlib
+import contextvars
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -44,6 +47,12 @@ CONNECT_REFUSAL = (
     "Spark driver instead, with spark.master set to local[*], spark://host:port, yarn or k8s://..."
 )
 
+LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
+"""The log4j2 configuration the driver's JVM starts with unless the connector gives one: Spark's own lines at WARN
+and above until the session's ``spark.log.level`` applies (ERROR by default), without the start-up notices."""
+PROGRESS_EVERY_S = 10.0
+"""How often a session that is still starting says so."""
+
 _lock = threading.Lock()
 _settings: dict[str, str] = {}
 
@@ -58,12 +67,15 @@ def spark_session(conf: Mapping[str, str], delta: bool, s3a: bool = False, dynam
         if active is not None and type(active).__module__.startswith("pyspark.sql.connect"):
             raise ConnectError(f"{CONNECT_REFUSAL} (this process's active session is a Spark Connect session)")
         if active is None:
-            settings = session_settings(conf, delta, s3a, dynamodb)
+            settings = with_log4j2_properties(session_settings(conf, delta, s3a, dynamodb))
             builder = SparkSession.builder
             for key, value in settings.items():
                 builder = builder.config(key, value)
-            log.info("starting the worker's SparkSession (%s)", settings.get("spark.master", "default master"))
-            active = builder.getOrCreate()
+            what = f"starting the worker's SparkSession ({settings.get('spark.master', 'default master')})"
+            if packages := settings.get("spark.jars.packages"):
+                what += f" with {packages}, which Ivy fetches into its cache on the first start"
+            with _reporting(what):
+                active = builder.getOrCreate()
             active.sparkContext.setLogLevel(settings.get("spark.log.level", "WARN"))
             _settings.clear()
             _settings.update(settings)
@@ -84,6 +96,38 @@ def spark_session(conf: Mapping[str, str], delta: bool, s3a: bool = False, dynam
                 "table.path scheme and table.commit.coordinator"
             )
         return active
+
+
+def with_log4j2_properties(settings: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` with the driver's JVM started on :data:`LOG4J2_PROPERTIES` (``-Dlog4j2.configurationFile`` added
+    to ``spark.driver.extraJavaOptions``), unless those options name a log4j configuration already."""
+    found = dict(settings)
+    options = found.get("spark.driver.extraJavaOptions", "")
+    if "log4j2.configurationFile" not in options and "log4j.configuration" not in options:
+        found["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile={LOG4J2_PROPERTIES}".strip()
+    return found
+
+
+@contextlib.contextmanager
+def _reporting(what: str) -> Iterator[None]:
+    """Log ``what`` is being done, then every :data:`PROGRESS_EVERY_S` while the block runs, then how long it took."""
+    started = time.monotonic()
+    log.info("%s ...", what)
+    done = threading.Event()
+
+    def report() -> None:
+        while not done.wait(PROGRESS_EVERY_S):
+            log.info("%s: still starting after %.0f s", what, time.monotonic() - started)
+
+    # in the caller's logging context: the lines say which task is waiting for the session
+    reporter = threading.Thread(target=contextvars.copy_context().run, args=(report,), name="spark-start", daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reporter.join()
+    log.info("%s: started in %.1f s", what, time.monotonic() - started)
 
 
 def has_class(session: SparkSession, name: str) -> bool:

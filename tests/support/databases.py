@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import glob
 import json
+import logging
 import os
 import pwd
 import shutil
@@ -28,14 +29,17 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from headwater.harness.broker import cache_root
+from headwater.harness.long_command import apt_progress, run_logged
 
 INSTALL_ENV = "HEADWATER_INSTALL_DATABASES"
 START_TIMEOUT_S = 60.0
+
+log = logging.getLogger(__name__)
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -67,14 +71,19 @@ def ensure_package(program: str, package: str, patterns: tuple[str, ...] = ()) -
     if os.environ.get(INSTALL_ENV, "1") == "0" or os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise DatabaseUnavailable(f"{program} not found: install it with apt-get install {package}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
-        if done.returncode != 0 and command[1] == "install":
-            raise DatabaseUnavailable(f"apt-get install {package} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    run_logged(["apt-get", "update"], "updating apt's package lists", _lists_progress, log, timeout_s=900, env=env)
+    what = f"installing {package} with apt-get for {program}"
+    done = run_logged(["apt-get", "install", "-y", package], what, apt_progress, log, timeout_s=900, env=env)
+    if done.returncode != 0:
+        raise DatabaseUnavailable(f"apt-get install {package} failed:\n{done.stdout[-4000:]}")
     found = _find(program, patterns)
     if not found:
         raise DatabaseUnavailable(f"{program} still missing after apt-get install {package}")
     return found
+
+
+def _lists_progress(lines: Sequence[str]) -> str:
+    return f"{sum(1 for line in lines if line.startswith(('Get:', 'Hit:')))} lists fetched or up to date"
 
 
 def _as_user(user: str) -> list[str]:
@@ -266,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["install", "start", "stop"])
     parser.add_argument("kind", choices=sorted(SERVERS), nargs="+")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # to stderr
     for kind in args.kind:
         if args.action == "install":
             if kind == "postgres":

@@ -1,5 +1,6 @@
 """The session settings the sink adds for Delta and s3a: Maven packages through ``spark.jars.packages``, merged
-with a connector's own, never replacing them."""
+with a connector's own, never replacing them; and the driver's log4j2 configuration, unless the connector gives
+its own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from headwater.reference_connectors.spark_sink.packages import (
     IVY_SETTINGS,
     hadoop_version,
 )
+from headwater.reference_connectors.spark_sink.session import LOG4J2_PROPERTIES, with_log4j2_properties
 
 
 def packages(settings: dict[str, str]) -> list[str]:
@@ -75,3 +77,13 @@ def test_the_dynamodb_commit_coordinator_adds_the_aws_sdk_v1_dynamodb_client() -
     settings = session_settings({}, delta=True, s3a=False, dynamodb=True)
     assert packages(settings) == [delta_package(), DYNAMODB_PACKAGE]
     assert DYNAMODB_PACKAGE.startswith("com.amazonaws:aws-java-sdk-dynamodb:1.12.")
+
+
+def test_the_driver_starts_on_the_sinks_log4j2_properties_unless_the_connector_names_its_own() -> None:
+    option = f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}"
+    assert LOG4J2_PROPERTIES.is_file()
+    found = with_log4j2_properties({"spark.driver.extraJavaOptions": "-XX:+UseParallelGC", "spark.master": "local"})
+    assert found == {"spark.driver.extraJavaOptions": f"-XX:+UseParallelGC {option}", "spark.master": "local"}
+    assert with_log4j2_properties({}) == {"spark.driver.extraJavaOptions": option}
+    for own in ("-Dlog4j2.configurationFile=/etc/spark/log4j2.xml", "-Dlog4j.configuration=file:/etc/log4j.properties"):
+        assert with_log4j2_properties({"spark.driver.extraJavaOptions": own}) == {"spark.driver.extraJavaOptions": own}
