@@ -13,7 +13,7 @@ from headwater.harness.long_command import apt_progress, maven_progress, run_log
 
 log = logging.getLogger("test.long_command")
 
-CENTRAL = "https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.13/4.3.1"
+CENTRAL = "https://repo.example.org/maven2/org/apache/kafka/kafka_2.13/4.3.1"  # any repository: only the line counts
 MAVEN_OUTPUT = [
     "[INFO] Scanning for projects...\n",
     f"Downloading from central: {CENTRAL}/kafka_2.13-4.3.1.pom\n",
