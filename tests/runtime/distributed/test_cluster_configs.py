@@ -1,14 +1,22 @@
-"""Restart requests in the config topic: Kafka Connect's connector record, Headwater's task record; and the last config
-of a deleted connector, which the config store a distributed worker follows keeps."""
+"""Restart requests in the config topic: Kafka Connect's connector record, Headwater's task record; Kafka Connect's
+logger level records; and the last config of a deleted connector, which the config store a distributed worker
+follows keeps."""
 
 from __future__ import annotations
 
 import pytest
 
 from headwater.runtime.distributed import RestartRequest
-from headwater.runtime.distributed.cluster_configs import ClusterConfigStore, parse_restart, restart_record
+from headwater.runtime.distributed.cluster_configs import (
+    ClusterConfigStore,
+    logger_record,
+    parse_logger_level,
+    parse_restart,
+    restart_record,
+)
 from headwater.runtime.storage import ConfigView
 from headwater.runtime.storage.configs import connector_record
+from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 
 
 def test_connector_request_is_kafka_connects_record() -> None:
@@ -70,3 +78,37 @@ def test_the_store_keeps_a_deleted_connectors_last_config_for_its_cleanup() -> N
     store._apply(*connector_record("c", {"connector.class": "x", "v": 3}))  # created again
     assert store.last_config("c") == {"connector.class": "x", "v": 3}
     assert store.last_config("never") is None
+
+
+def test_logger_level_records_are_kafka_connects() -> None:
+    assert logger_record("org.acme", "DEBUG") == (b"logger-cluster-org.acme", b'{"level":"DEBUG"}')
+    assert parse_logger_level(*logger_record("org.acme", "DEBUG")) == ("org.acme", "DEBUG")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (b"logger-cluster-a", None),
+        (b"logger-cluster-a", b'{"level":10}'),
+        (b"logger-cluster-a", b"[]"),
+        (b"logger-cluster-a", b"{not json"),
+        (b"restart-connector-a", b'{"level":"DEBUG"}'),
+        (None, b'{"level":"DEBUG"}'),
+    ],
+)
+def test_other_and_malformed_records_are_no_logger_levels(key: bytes | None, value: bytes | None) -> None:
+    assert parse_logger_level(key, value) is None
+
+
+def test_logger_levels_written_before_the_store_started_are_history() -> None:
+    broker = MemoryBroker()
+    earlier = ClusterConfigStore(MemoryTransport(broker), "configs")
+    earlier.start()
+    earlier.put_logger_level("old", "DEBUG")
+    store = ClusterConfigStore(MemoryTransport(broker), "configs")
+    store.start()
+    earlier.put_logger_level("new", "ERROR")
+    store.read_available()
+    assert store.logger_levels() == [("new", "ERROR")]
+    assert store.logger_levels() == []
+    assert earlier.logger_levels() == [("old", "DEBUG"), ("new", "ERROR")]

@@ -4,6 +4,7 @@ test process, so the monitorable connectors' registry shows what each task saw."
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -253,3 +254,21 @@ def test_patches_through_two_workers_keep_both_changes(make_worker: MakeWorker, 
             ),
             "both changes read back",
         )
+
+
+def test_a_logger_level_with_cluster_scope_goes_through_the_config_topic(make_worker: MakeWorker) -> None:
+    a, b = make_worker(), make_worker()
+    name = "tests.distributed.cluster_scope"
+    logger = logging.getLogger(name)
+    try:
+        response = b.http.put(f"/admin/loggers/{name}", json={"level": "ERROR"}, params={"scope": "cluster"})
+        assert response.status_code == 204, response.text
+        wait_until(lambda: logger.level == logging.ERROR, "the level applied from the config topic")
+        wait_until(
+            lambda: any(herder(w).loggers.level(name)["last_modified"] is not None for w in (a, b)),  # type: ignore[index]
+            "a worker recording the change",
+        )
+        bad = a.http.put(f"/admin/loggers/{name}", json={"level": "LOUDER"}, params={"scope": "cluster"})
+        assert bad.status_code == 400 and "'LOUDER'" in bad.json()["message"], bad.text
+    finally:
+        logger.setLevel(logging.NOTSET)
