@@ -378,6 +378,13 @@ METRICS: tuple[Metric, ...] = (
         one(lambda t: t.heartbeat_records),
     ),
     Metric(
+        "headwater_connect_source_task_heartbeat_calls",
+        COUNTER,
+        SO,
+        "Calls of the produce_heartbeat_records hook (KIP-910), one per heartbeat.interval.ms while the task runs.",
+        one(lambda t: t.heartbeat_calls),
+    ),
+    Metric(
         "headwater_connect_source_task_offset_unchanged_seconds",
         GAUGE,
         SO,

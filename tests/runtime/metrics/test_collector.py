@@ -37,6 +37,7 @@ def test_source_counters_equal_what_the_loop_did(make_simulated_worker: Make) ->
     assert heartbeats >= 3
     assert value(registry, "headwater_connect_source_task_record_poll_total", **SRC) == 5
     assert value(registry, "headwater_connect_source_task_heartbeat_records_total", **SRC) == heartbeats
+    assert value(registry, "headwater_connect_source_task_heartbeat_calls_total", **SRC) == heartbeats, "one each"
     assert value(registry, "headwater_connect_source_task_record_write_total", **SRC) == 5 + heartbeats
     assert value(registry, "headwater_connect_source_task_record_active_count", **SRC) == 0
     assert value(registry, "headwater_connect_task_offset_commit_success_total", **SRC) >= 6

@@ -1,7 +1,7 @@
 """``GET /metrics`` of a standalone worker on the real broker, scraped while connectors run: a source with heartbeats
 on counts exactly the records it polled and the broker stored, and the heartbeats the heartbeat topic holds; a sink
-under ``errors.tolerance=all`` counts what it read, put and skipped (one bad record), its lag reaches 0, and its
-commit counters move; the ``metrics.port`` listener serves the same numbers."""
+under ``errors.tolerance=all`` counts what it read, put, skipped and sent to its dead-letter topic (one bad record),
+its lag reaches 0, and its commit counters move; the ``metrics.port`` listener serves the same numbers."""
 
 from __future__ import annotations
 
@@ -106,7 +106,15 @@ def test_a_sink_counts_reads_puts_and_a_skipped_bad_record_and_catches_up(
         if n == 4:
             producer.produce(topic, b"{not json")
     assert producer.flush(30) == 0
-    config = sink_config(topic, value_converter="json", value_converter_schemas_enable="false", errors_tolerance="all")
+    dead_letters = f"{unique_name}-dlq"
+    config = sink_config(
+        topic,
+        value_converter="json",
+        value_converter_schemas_enable="false",
+        errors_tolerance="all",
+        errors_deadletterqueue_topic_name=dead_letters,
+        errors_deadletterqueue_topic_replication_factor=1,
+    )
     worker.create(unique_name, config)
     task = {"connector": unique_name, "task": "0"}
 
@@ -122,6 +130,9 @@ def test_a_sink_counts_reads_puts_and_a_skipped_bad_record_and_catches_up(
     assert sample(found, "headwater_connect_task_error_records_skipped_total", **task) == 1
     assert sample(found, "headwater_connect_task_error_record_errors_total", **task) == 1
     assert sample(found, "headwater_connect_task_error_record_failures_total", **task) == 1
+    assert sample(found, "headwater_connect_task_error_deadletterqueue_produce_requests_total", **task) == 1
+    assert sample(found, "headwater_connect_task_error_deadletterqueue_produce_failures_total", **task) == 0
+    assert stored(kafka_bootstrap, dead_letters) == 1
     assert sample(found, "headwater_connect_sink_task_partition_count", **task) == 1
     commits = sample(found, "headwater_connect_task_offset_commit_success_total", **task)
     assert commits is not None and commits >= 1, "caught up means committed: the active count is 0"
