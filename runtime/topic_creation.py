@@ -210,19 +210,22 @@ def problems(props: Mapping[str, Any], enabled: bool) -> dict[str, str]:
             for name in keys
         }
     listed = {DEFAULT_GROUP, *group_names(props)}
+    longest_first = sorted(listed, key=len, reverse=True)  # a group's name may hold dots
     found: dict[str, str] = {}
     for name in keys:
         if name == GROUPS:
             continue
-        group, _, setting = name[len(PREFIX) :].partition(".")
-        if group not in listed:
+        group = next((g for g in longest_first if name.startswith(f"{PREFIX}{g}.")), None)
+        setting = "" if group is None else name[len(PREFIX) + len(group) + 1 :]
+        if group is None and name[len(PREFIX) :] not in listed:
+            group = name[len(PREFIX) :].partition(".")[0]
             found[name] = (
                 f"{name}: there is no topic creation group {group!r} (topic.creation.groups lists "
                 f"{sorted(listed - {DEFAULT_GROUP}) or 'none'}), so the key would be ignored; add {group} to "
                 "topic.creation.groups or remove the key"
             )
         elif not setting:
-            found[name] = f"{name}: names no setting of topic creation group {group!r}"
+            found[name] = f"{name}: names no setting of a topic creation group, so it would be ignored"
         elif group == DEFAULT_GROUP and setting in (INCLUDE, EXCLUDE):
             found[name] = (
                 f"{name}: the default topic creation group matches every topic its connector writes to that no "

@@ -122,12 +122,13 @@ def test_validate_lists_the_keys_of_each_group_in_its_own_group() -> None:
         ("topic.creation.other.partitions", "there is no topic creation group 'other'"),
         ("topic.creation.default.include", "the default topic creation group matches every topic"),
         ("topic.creation.default.exclude", "the default topic creation group matches every topic"),
+        ("topic.creation.default", "names no setting of a topic creation group"),
     ],
 )
 def test_a_key_kafka_connect_would_ignore_is_refused(key: str, message: str) -> None:
     found = errors({**DEFAULTS, key: "2"})
     assert list(found) == [key]
-    assert message in found[key][0] and "would be ignored" in found[key][0]
+    assert message in found[key][0] and "would be ignored" in found[key][0], found
     with pytest.raises(InvalidConfigError) as refused:
         check_connector_config({**SOURCE, **DEFAULTS, key: "2"}, DEFAULT_WORKER_CONFIG)
     assert message in str(refused.value)
@@ -167,3 +168,10 @@ def test_over_rest_validate_reports_and_create_refuses_a_bad_topic_creation_or_t
     assert refused.status_code == 400 and "mutually exclusive" in refused.json()["message"]
     created = rest.post("/connectors", json={"name": "src", "config": {**SOURCE, **DEFAULTS}})
     assert created.status_code == 201, created.text
+
+
+def test_a_group_name_may_hold_dots() -> None:
+    props = {**DEFAULTS, "topic.creation.groups": "eu.orders", "topic.creation.eu.orders.include": "eu-.*"}
+    assert errors(props) == {}
+    [group, _] = configured_groups({**props, "topic.creation.eu.orders.partitions": "2"})
+    assert (group.name, group.partitions, group.matches("eu-1")) == ("eu.orders", 2, True)

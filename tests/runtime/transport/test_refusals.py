@@ -197,3 +197,23 @@ def test_a_record_to_a_missing_topic_is_refused_while_topics_are_not_created_on_
         producer.produce(unique_name, b"v", ack=deliveries.ack)
     refused(caught.value, unknown_topic(KNOWN_MISSING_TOPIC, unique_name))
     assert unique_name not in cluster.topics()
+
+
+@pytest.mark.parametrize(
+    ("partitions", "config", "reason"),
+    [
+        (0, {}, "Number of partitions was set to an invalid non-positive value."),
+        (1, {"no.such.config": "x"}, "Unknown topic config name: no.such.config"),
+        (1, {"cleanup.policy": "keep"}, "Invalid value keep for configuration cleanup.policy: String must be one of"),
+    ],
+)
+def test_a_topic_the_controller_will_not_create_is_refused_in_its_words(
+    cluster: Cluster, unique_name: str, partitions: int, config: dict[str, str], reason: str
+) -> None:
+    admin = cluster.transport.admin()
+    with pytest.raises(ConnectError) as refused:
+        admin.create_topics([NewTopic(unique_name, partitions, 1, config)])
+    assert str(refused.value).startswith(f"cannot create topic {unique_name}: {reason}")
+    assert admin.describe_topics([unique_name]) == {}
+    admin.create_topics([NewTopic(unique_name, -1, -1)])  # the broker's defaults
+    assert admin.describe_topics([unique_name, f"{unique_name}-missing"]) == {unique_name: 1}
