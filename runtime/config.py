@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.runtime import sink_topics
+from headwater.runtime import exactly_once, sink_topics
 from headwater.runtime.listener_config import LISTENER_CONFIG, METRICS_CONFIG
 from headwater.runtime.override_policy import CLIENT_SETTINGS_CONFIG
 from headwater.runtime.tasks.tolerance import ErrorSettings
@@ -237,7 +237,7 @@ WORKER_CONFIG = (
         "an entry point of the headwater.config_providers group or an import path; config.providers.NAME.param.KEY "
         "sets one of its parameters (allowed.paths for file and directory, allowlist.pattern for env).",
     )
-).merge(LISTENER_CONFIG.merge(METRICS_CONFIG).merge(CLIENT_SETTINGS_CONFIG))
+).merge(LISTENER_CONFIG.merge(METRICS_CONFIG).merge(CLIENT_SETTINGS_CONFIG).merge(exactly_once.WORKER_CONFIG))
 
 ERROR_GROUP = "Error Handling"
 """The group of the ``errors.*`` keys in validate responses, as Kafka Connect names it."""
@@ -354,6 +354,7 @@ SOURCE_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(
         non_empty_string,
     )
     .merge(TOPIC_CREATION_CONFIG)
+    .merge(exactly_once.SOURCE_CONFIG)
 )
 
 SINK_CONNECTOR_CONFIG = CONNECTOR_CONFIG.merge(

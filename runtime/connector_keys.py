@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.runtime.clients import CONNECTOR_CLIENTS, override_prefix
-from headwater.runtime.config import WORKER_CONFIG
+from headwater.runtime.config import SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.converters import converter_class, converter_settings
 from headwater.runtime.plugins import ALLOWED_MODULES
 from headwater.runtime.transforms.config import chain_definition
@@ -68,9 +68,6 @@ class Unimplemented:
 
 
 _NOT_YET = "Headwater does not implement {} yet"
-_EXACTLY_ONCE = (
-    _NOT_YET.format("exactly-once source delivery (KIP-618)") + ": a source's records are delivered once or more"
-)
 _PLUGIN_VERSIONS = _NOT_YET.format("plugin versions (KIP-891)") + ": one version of each plugin is installed"
 
 NOT_IMPLEMENTED: tuple[Unimplemented, ...] = (
@@ -90,16 +87,6 @@ NOT_IMPLEMENTED: tuple[Unimplemented, ...] = (
     *(
         Unimplemented(key, _PLUGIN_VERSIONS, "remove the key")
         for key in ("connector.plugin.version", *(f"{converter}.plugin.version" for converter in CONVERTERS))
-    ),
-    *(
-        Unimplemented(key, _EXACTLY_ONCE, "remove the key", kinds=SOURCE)
-        for key in ("exactly.once.support", "transaction.boundary", "transaction.boundary.interval.ms")
-    ),
-    Unimplemented(
-        "offsets.storage.topic",
-        _NOT_YET.format("a source connector's own offsets topic (KIP-618)"),
-        "remove the key: its offsets go to the worker's offset store",
-        kinds=SOURCE,
     ),
     Unimplemented(
         "errors.deadletterqueue.",
@@ -143,7 +130,7 @@ def unknown_keys(props: Mapping[str, Any], connector: Connector, worker_config: 
         if problem is None:
             problem = _converter_problem(name, props, worker_config)
         if problem is None:
-            problem = _unknown(name, definition, declares)
+            problem = _unknown(name, definition, declares, kind)
         if problem:
             found[name] = problem
     return found
@@ -200,10 +187,14 @@ def _converter_problem(name: str, props: Mapping[str, Any], worker_config: Mappi
     return f"{name}: {class_name} ({converter}) has no setting {setting} (its settings: {known}){hint}"
 
 
-def _unknown(name: str, definition: ConfigDef, declares: bool) -> str:
-    """Why ``name`` is unknown; ``""`` when it may be a key of a connector that ``declares`` none."""
+def _unknown(name: str, definition: ConfigDef, declares: bool, kind: str) -> str:
+    """Why ``name`` is unknown in a config of a ``kind`` connector; ``""`` when it may be a key of a connector that
+    ``declares`` none."""
     if name in WORKER_CONFIG.keys:
         return f"{name} is a worker configuration: a connector's config does not set it (set it in the worker's)"
+    other, other_kind = (SOURCE_CONNECTOR_CONFIG, "source") if kind == "sink" else (SINK_CONNECTOR_CONFIG, "sink")
+    if name in other.keys:
+        return f"{name} is a {other_kind} connector configuration: a {kind} connector would ignore it"
     close = difflib.get_close_matches(name, list(definition.keys), n=1, cutoff=0.8)
     if not declares and not close:
         return ""

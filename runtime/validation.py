@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from headwater.runtime import sink_topics, topic_creation
+from headwater.runtime import exactly_once, sink_topics, topic_creation
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG
 from headwater.runtime.connector_keys import UNKNOWN_KEYS, converter_errors, refused_keys, unknown_keys
 from headwater.runtime.errors import InvalidConfigError
@@ -32,7 +32,7 @@ from headwater.runtime.secrets import HIDDEN, hide, scrub, secret_values
 from headwater.runtime.transforms.config import PREDICATES, TRANSFORMS, chain_definition, chain_errors
 from headwater.runtime.worker import connector_config_def
 from headwater.sdk.config import ConfigDef, ConfigKey, Type
-from headwater.sdk.connector import Connector, SinkConnector
+from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.errors import ConfigError
 
 ConfigInfos = dict[str, Any]
@@ -116,6 +116,9 @@ def _errors(
     if kind == "source":
         for key, message in topic_creation.problems(props, bool(worker[topic_creation.ENABLE])).items():
             errors.setdefault(key, []).append(message)
+        if isinstance(probe, SourceConnector):
+            for key, messages in exactly_once.problems(props, probe, worker, errors).items():
+                errors.setdefault(key, []).extend(messages)
     else:
         for key, messages in sink_topics.problems(props).items():
             errors.setdefault(key, []).extend(m for m in messages if m not in errors.get(key, []))

@@ -34,6 +34,7 @@ from headwater.sdk.records import (
     TopicPartition,
 )
 from headwater.sdk.task import SinkTask, SourceTask, Task
+from headwater.sdk.transactions import ConnectorTransactionBoundaries, ExactlyOnceSupport, TransactionContext
 from headwater.sdk.transforms import (
     PREDICATE_ENTRY_POINT_GROUP,
     TRANSFORMATION_ENTRY_POINT_GROUP,
@@ -62,7 +63,9 @@ __all__ = [
     "ConnectError",
     "Connector",
     "ConnectorContext",
+    "ConnectorTransactionBoundaries",
     "ErrantRecordReporter",
+    "ExactlyOnceSupport",
     "Header",
     "IllegalWorkerStateError",
     "Importance",
@@ -82,6 +85,7 @@ __all__ = [
     "SourceTaskContext",
     "Task",
     "TopicPartition",
+    "TransactionContext",
     "Transformation",
     "Type",
     "at_least",

@@ -9,6 +9,7 @@ from typing import Any
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.context import ConnectorContext
 from headwater.sdk.task import SinkTask, SourceTask, Task
+from headwater.sdk.transactions import ConnectorTransactionBoundaries, ExactlyOnceSupport
 
 
 class Connector(ABC):
@@ -54,6 +55,23 @@ class SourceConnector(Connector):
 
     @abstractmethod
     def task_class(self) -> type[SourceTask]: ...
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """Whether the connector can deliver exactly once with ``config`` (KIP-618); ``None`` when it cannot tell.
+
+        When: on a probe instance (never started), while a config with ``exactly.once.support=required`` is
+        validated on a worker with exactly-once source support enabled; anything but ``SUPPORTED`` refuses it.
+        Headwater does not implement exactly-once delivery yet, so such a config is refused whatever this says.
+        The default returns ``None``."""
+        return None
+
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        """Whether the connector's tasks can define their own transactions with ``config``, through their
+        context's ``transaction_context`` (KIP-618).
+
+        When: on a probe instance (never started), while a config with ``transaction.boundary=connector`` is
+        validated; anything but ``SUPPORTED`` refuses it. The default returns ``UNSUPPORTED``."""
+        return ConnectorTransactionBoundaries.UNSUPPORTED
 
 
 class SinkConnector(Connector):

@@ -8,6 +8,7 @@ from concurrent.futures import Future
 from typing import Protocol
 
 from headwater.sdk.records import SinkRecord, SourceOffset, SourcePartition, TopicPartition
+from headwater.sdk.transactions import TransactionContext
 
 
 class Clock(Protocol):
@@ -56,6 +57,10 @@ class SourceTaskContext(ABC):
     """The worker's clock."""
     offset_storage_reader: OffsetStorageReader
     """The committed offsets of the connector's source partitions: where a (re)started task resumes from."""
+    transaction_context: TransactionContext | None = None
+    """Where the task commits and aborts its own transactions: set only when the worker has exactly-once source
+    support enabled and the connector runs with ``transaction.boundary=connector`` (KIP-618). Always ``None`` for
+    now: Headwater does not implement exactly-once delivery yet and refuses every config that asks for it."""
 
 
 class ErrantRecordReporter(ABC):

@@ -47,10 +47,6 @@ def errors_by_key(infos: dict[str, Any]) -> dict[str, list[str]]:
 @pytest.mark.parametrize(
     ("key", "sink"),
     [
-        ("exactly.once.support", False),
-        ("transaction.boundary", False),
-        ("transaction.boundary.interval.ms", False),
-        ("offsets.storage.topic", False),
         ("errors.deadletterqueue.topic.name", False),
         ("config.action.reload", True),
         ("tasks.max.enforce", False),
