@@ -359,7 +359,8 @@ class TopicLog(Protocol):
         ...
 
     def read_to_end(self, timeout_ms: int | None = None) -> None:
-        """Hand ``apply`` every record up to the end the topic has now."""
+        """Hand ``apply`` every record up to the end the topic has now. A log reads committed records only
+        (``read_committed``): records of an open transaction wait for its commit, an aborted one's never come."""
         ...
 
     def read_available(self, timeout_ms: int = 0) -> int:
