@@ -96,7 +96,8 @@ class KafkaOffsetStore(LocalOffsetStore):
     def send_in(self, producer: TransactionalProducer, connector: str, offsets: Sequence[PartitionOffset]) -> None:
         """Write ``connector``'s ``offsets`` through ``producer``, inside its open transaction, so that they commit
         or abort with the records it holds (Kafka Connect's exactly-once source task writes its offsets so). Nothing
-        is waited for: the view shows them after the transaction commits and the store is :meth:`refresh`-ed."""
+        is waited for: the view shows them once the transaction committed and the store is :meth:`refresh`-ed after
+        the cluster wrote the commit markers (on Kafka, shortly after ``commit`` returns)."""
         changes = encode_offsets(connector, offsets)
         with self._lock:
             self._check_started()

@@ -128,19 +128,23 @@ class MemoryBroker:
             self._topic_logs(topic)
             return dict(self._configs[topic])
 
-    def messages(self, topic: str, partition: int | None = None) -> list[Message]:
-        """The records of one partition, or of all partitions concatenated in partition order, as a
-        ``read_uncommitted`` consumer reads them: with those of open and aborted transactions, without the markers
-        ending transactions."""
+    def messages(self, topic: str, partition: int | None = None, committed_only: bool = False) -> list[Message]:
+        """The records of one partition, or of all partitions concatenated in partition order, without the markers
+        ending transactions: as a ``read_uncommitted`` consumer reads them (with those of open and aborted
+        transactions), or, ``committed_only``, as a ``read_committed`` one does."""
         with self.lock:
             logs = self._topic_logs(topic)
             chosen = range(len(logs)) if partition is None else [partition]
             found: list[Message] = []
             for index in chosen:
                 tp = TopicPartition(topic, index)
-                hidden = self.transactions.hidden(tp, committed_only=False)
                 log = self._partition_log(tp)
-                found.extend(log if hidden is None else (m for m in log if m.offset not in hidden))
+                end = self.transactions.stable_end(tp, len(log)) if committed_only else len(log)
+                hidden = self.transactions.hidden(tp, committed_only)
+                if hidden is None:
+                    found.extend(log if end == len(log) else log[:end])
+                else:
+                    found.extend(message for message in log[:end] if message.offset not in hidden)
             return found
 
     def end_offset(self, tp: TopicPartition) -> int:
@@ -149,9 +153,10 @@ class MemoryBroker:
             return len(self._partition_log(tp))
 
     def compacted(self, topic: str) -> dict[bytes | None, Message]:
-        """The latest record per key, as log compaction would leave it; a tombstone (``None`` value) drops the key."""
+        """The latest committed record per key, as log compaction would leave it; a tombstone (``None`` value) drops
+        the key."""
         view: dict[bytes | None, Message] = {}
-        for message in self.messages(topic):
+        for message in self.messages(topic, committed_only=True):
             view.pop(message.key, None)
             if message.value is not None:
                 view[message.key] = message

@@ -21,7 +21,7 @@ from headwater.runtime.transport.base import (
     TransactionAbortableError,
 )
 from headwater.runtime.transport.memory_producer import MemoryProducer
-from headwater.sdk.errors import ConnectError
+from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import TopicPartition
 
 if TYPE_CHECKING:
@@ -143,11 +143,18 @@ class MemoryTransactionalProducer(MemoryProducer):
                     self._failed = True
 
     def commit(self, timeout_ms: int) -> None:
-        self.flush(timeout_ms)
+        """Deliver the transaction's acks, then commit it; raises :class:`RetriableError` when acks are held (as
+        librdkafka's flush times out), :class:`TransactionAbortableError` when a record of it failed."""
+        outstanding = self.flush(timeout_ms)
         with self.broker.lock:
             self._check()
             if not self._in_transaction:
                 raise ConnectError(f"no transaction of {self._transactional_id!r} is open")
+            if outstanding:
+                raise RetriableError(
+                    f"cannot commit the transaction of {self._transactional_id!r}: {outstanding} records are not "
+                    "acknowledged yet; commit again"
+                )
             if self._failed:
                 raise TransactionAbortableError(
                     f"cannot commit the transaction of {self._transactional_id!r}: a record in it failed; abort it"

@@ -18,11 +18,13 @@ from headwater.runtime.transport.base import (
     Message,
     NewTopic,
     ProducerFencedError,
+    TransactionAbortableError,
     TransactionalProducer,
     Transport,
 )
 from headwater.runtime.transport.kafka import KafkaTransport
-from headwater.runtime.transport.memory import MemoryTransport
+from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
+from headwater.sdk.errors import RetriableError
 from headwater.sdk.records import TopicPartition
 
 TIMEOUT_MS = 30_000
@@ -142,3 +144,53 @@ def test_a_newer_producer_with_the_same_id_fences_the_older_one(cluster: Cluster
     newer.commit(TIMEOUT_MS)
     got = poll_until(cluster.consumer(READ_COMMITTED), lambda got: len(got) >= 1)
     assert values(got) == [b"from-newer"]
+
+
+def test_a_transaction_with_a_refused_record_must_be_aborted(cluster: Cluster) -> None:
+    small = f"{cluster.topic}-small"
+    cluster.transport.admin().create_topics([NewTopic(small, 1, 1, {"max.message.bytes": "1000"})])
+    producer = cluster.producer(f"{cluster.topic}-tx")
+    producer.begin()
+    send(producer, cluster.topic, b"fits")
+    producer.produce(small, b"x" * 2000, b"key", partition=0)
+    producer.flush(TIMEOUT_MS)
+    with pytest.raises(TransactionAbortableError):
+        producer.commit(TIMEOUT_MS)
+    producer.abort(TIMEOUT_MS)
+
+    producer.begin()
+    send(producer, cluster.topic, b"after")
+    producer.commit(TIMEOUT_MS)
+    assert values(poll_until(cluster.consumer(READ_COMMITTED), lambda got: len(got) >= 1)) == [b"after"]
+
+
+def test_memory_commit_with_held_acks_is_retriable_and_compaction_keeps_committed_records_only() -> None:
+    broker = MemoryBroker()
+    producer = MemoryTransport(broker).transactional_producer("tx", {})
+    producer.init_transactions(TIMEOUT_MS)
+    producer.begin()
+    producer.produce("topic", b"aborted", b"a")
+    producer.abort(TIMEOUT_MS)
+    producer.begin()
+    producer.produce("topic", b"committed", b"b")
+    broker.hold_acks()
+    with pytest.raises(RetriableError):
+        producer.commit(TIMEOUT_MS)
+    assert broker.compacted("topic") == {}
+
+    broker.release_acks()
+    producer.commit(TIMEOUT_MS)
+    assert values(list(broker.compacted("topic").values())) == [b"committed"]
+    assert values(broker.messages("topic")) == [b"aborted", b"committed"]
+    assert broker.end_offset(TopicPartition("topic", 0)) == 4  # two records, two markers
+    assert "epoch=0" in repr(producer)
+
+
+def test_memory_fenced_producer_cannot_produce() -> None:
+    transport = MemoryTransport()
+    older = transport.transactional_producer("tx", {})
+    older.init_transactions(TIMEOUT_MS)
+    older.begin()
+    transport.transactional_producer("tx", {}).init_transactions(TIMEOUT_MS)
+    with pytest.raises(ProducerFencedError, match="fenced by a newer instance"):
+        older.produce("topic", b"late")
