@@ -29,11 +29,8 @@ if TYPE_CHECKING:
 
 
 def fenced(transactional_id: str) -> str:
-    """librdkafka's words for a fenced producer."""
-    return (
-        f"_FENCED: Producer with transactional.id {transactional_id!r} fenced by a newer instance: "
-        "a producer with the same transactional.id has initialised transactions since"
-    )
+    """librdkafka's words for a call of a fenced producer."""
+    return f"_FENCED: Local: This instance has been fenced by a newer instance (transactional.id {transactional_id!r})"
 
 
 class Transactions:
