@@ -31,6 +31,7 @@ from headwater.runtime.storage.offsets import (
     parse_offset_key,
 )
 from headwater.runtime.storage.wire import strict_loads
+from headwater.runtime.transport.base import TransactionalProducer
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import validate_offset_map
 
@@ -91,6 +92,24 @@ class KafkaOffsetStore(LocalOffsetStore):
             self.log.read_to_end(max(0, int((deadline - time.monotonic()) * 1000)))
         except ConnectError as error:
             raise ConnectError(f"cannot store offsets of connector {connector!r}: {error}") from None
+
+    def send_in(self, producer: TransactionalProducer, connector: str, offsets: Sequence[PartitionOffset]) -> None:
+        """Write ``connector``'s ``offsets`` through ``producer``, inside its open transaction, so that they commit
+        or abort with the records it holds (Kafka Connect's exactly-once source task writes its offsets so). Nothing
+        is waited for: the view shows them once the transaction committed and the store is :meth:`refresh`-ed after
+        the cluster wrote the commit markers (on Kafka, shortly after ``commit`` returns)."""
+        changes = encode_offsets(connector, offsets)
+        with self._lock:
+            self._check_started()
+            stored = self._stored.get(connector, {})
+            records = [
+                (stored[canonical][0] if canonical in stored else key, value) for canonical, key, value in changes
+            ]
+        try:
+            for key, value in records:
+                producer.produce(self.log.topic, value, key)
+        except ConnectError as error:
+            raise type(error)(f"cannot store offsets of connector {connector!r}: {error}") from None
 
     def delete_connector(self, connector: str) -> None:
         self.refresh()

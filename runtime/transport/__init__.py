@@ -13,17 +13,21 @@ from headwater.runtime.transport.base import (
     MissingTopicError,
     NewTopic,
     Producer,
+    ProducerFencedError,
     QueueFullError,
     RawHeaders,
     RebalanceListener,
     RecordMetadata,
     TopicLog,
+    TransactionAbortableError,
+    TransactionalProducer,
     Transport,
 )
 from headwater.runtime.transport.memory import MemoryAdmin, MemoryBroker, MemoryProducer, MemoryTransport
 from headwater.runtime.transport.memory_group import MemoryConsumer
 from headwater.runtime.transport.memory_log import MemoryLog
 from headwater.runtime.transport.memory_membership import MemoryGroupMember
+from headwater.runtime.transport.memory_transactions import MemoryTransactionalProducer
 
 __all__ = [
     "Acknowledgement",
@@ -40,15 +44,19 @@ __all__ = [
     "MemoryGroupMember",
     "MemoryLog",
     "MemoryProducer",
+    "MemoryTransactionalProducer",
     "MemoryTransport",
     "Message",
     "MissingTopicError",
     "NewTopic",
     "Producer",
+    "ProducerFencedError",
     "QueueFullError",
     "RawHeaders",
     "RebalanceListener",
     "RecordMetadata",
     "TopicLog",
+    "TransactionAbortableError",
+    "TransactionalProducer",
     "Transport",
 ]

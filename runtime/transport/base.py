@@ -117,6 +117,54 @@ class Producer(Protocol):
     def close(self) -> None: ...
 
 
+class ProducerFencedError(ConnectError):
+    """A newer producer with the same ``transactional.id`` has initialised transactions, so this one is fenced off
+    (Java's ``ProducerFencedException``, librdkafka's fatal ``_FENCED``/``PRODUCER_FENCED``): its open transaction
+    is aborted and every later call raises this again; close it."""
+
+
+class TransactionAbortableError(ConnectError):
+    """The open transaction cannot commit (a record in it failed, say): abort it, then begin another
+    (librdkafka's ``KafkaError.txn_requires_abort()``)."""
+
+
+class TransactionalProducer(Producer, Protocol):
+    """A producer with a ``transactional.id`` (Kafka's transactional producer, KIP-98): what it produces between
+    :meth:`begin` and :meth:`commit` reaches ``read_committed`` consumers all at once, or never (:meth:`abort`).
+    ``produce`` outside a transaction raises :class:`ConnectError`. Every method raises
+    :class:`ProducerFencedError` once a newer producer with the same id has called :meth:`init_transactions`,
+    and :class:`RetriableError` when the cluster did not answer in time (call it again)."""
+
+    @property
+    def transactional_id(self) -> str: ...
+
+    def init_transactions(self, timeout_ms: int) -> None:
+        """Register the id with the cluster, once, before the first :meth:`begin`: this fences every older producer
+        with the same id and aborts the transaction it left open."""
+        ...
+
+    def begin(self) -> None:
+        """Start a transaction (no request to the cluster until the first record)."""
+        ...
+
+    def commit(self, timeout_ms: int) -> None:
+        """Flush the transaction's records and commit them. Raises :class:`TransactionAbortableError` when it
+        cannot commit (then :meth:`abort`), :class:`ProducerFencedError` when fenced."""
+        ...
+
+    def abort(self, timeout_ms: int) -> None:
+        """Abort the open transaction: its records are never shown to ``read_committed`` consumers."""
+        ...
+
+
+ISOLATION_LEVEL = "isolation.level"
+"""The consumer setting saying which records of transactions it reads: :data:`READ_COMMITTED` (librdkafka's
+default, followed by both transports) or :data:`READ_UNCOMMITTED` (also records of open and aborted
+transactions). Either way a consumer never returns the commit and abort markers, whose offsets it skips."""
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
+
+
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 """The broker's own topics, which a pattern subscription never matches (Java's ``exclude.internal.topics``)."""
 METADATA_MAX_AGE = "metadata.max.age.ms"
@@ -311,7 +359,8 @@ class TopicLog(Protocol):
         ...
 
     def read_to_end(self, timeout_ms: int | None = None) -> None:
-        """Hand ``apply`` every record up to the end the topic has now."""
+        """Hand ``apply`` every record up to the end the topic has now. A log reads committed records only
+        (``read_committed``): records of an open transaction wait for its commit, an aborted one's never come."""
         ...
 
     def read_available(self, timeout_ms: int = 0) -> int:
@@ -351,6 +400,10 @@ class Transport(Protocol):
     """Makes clients for one cluster."""
 
     def producer(self, config: Mapping[str, Any]) -> Producer: ...
+
+    def transactional_producer(self, transactional_id: str, config: Mapping[str, Any]) -> TransactionalProducer:
+        """A producer with ``transactional.id`` ``transactional_id``; call its ``init_transactions`` first."""
+        ...
 
     def consumer(self, group_id: str | None, config: Mapping[str, Any]) -> Consumer: ...
 

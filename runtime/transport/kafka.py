@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import Consumer as RdConsumer
@@ -55,6 +55,9 @@ from headwater.runtime.transport.refusals import (
 )
 from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
 from headwater.sdk.records import TopicPartition
+
+if TYPE_CHECKING:
+    from headwater.runtime.transport.kafka_transactions import KafkaTransactionalProducer
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +165,14 @@ class KafkaTransport:
 
     def producer(self, config: Mapping[str, Any]) -> KafkaProducer:
         return KafkaProducer(self._merged(PRODUCER_DEFAULTS, config))
+
+    def transactional_producer(self, transactional_id: str, config: Mapping[str, Any]) -> KafkaTransactionalProducer:
+        """See :meth:`Transport.transactional_producer`."""
+        from headwater.runtime.transport.kafka_transactions import KafkaTransactionalProducer  # it builds on ours
+
+        return KafkaTransactionalProducer(
+            self._merged(PRODUCER_DEFAULTS, {**config, "transactional.id": transactional_id, "acks": "all"})
+        )
 
     def consumer(self, group_id: str | None, config: Mapping[str, Any]) -> KafkaConsumer:
         merged = self._merged(CONSUMER_DEFAULTS, config)

@@ -10,6 +10,10 @@ partitioner so keys land on the partition Java clients choose).
 There is no background reader thread: a log sees other writers' records when it reads to its end, or when its owner
 calls :meth:`KafkaBasedLog.read_available` (a distributed worker does, at each pass of its loop), and not before.
 Every call that talks to the broker is bounded by a timeout and raises :class:`ConnectError` naming the topic.
+
+It reads committed records only (``isolation.level=read_committed``, and its end is the last stable offset), as
+Kafka Connect's offsets store does with exactly-once source support: offsets a task writes in a transaction are read
+back once the transaction commits, never when it aborts.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import (
     Consumer,
+    IsolationLevel,
     KafkaError,
     KafkaException,
     Message,
@@ -46,7 +51,7 @@ _CONSUMER_REQUIRED = {
     "enable.auto.commit": False,
     "enable.partition.eof": True,
     "auto.offset.reset": "earliest",
-    "isolation.level": "read_uncommitted",
+    "isolation.level": "read_committed",
 }
 _POLL_S = 0.01
 _RETRY_S = 0.05
@@ -243,7 +248,9 @@ class KafkaBasedLog:
         while True:
             remaining = max(deadline - time.monotonic(), 0.001)
             try:
-                futures = admin.list_offsets(latest, request_timeout=remaining)
+                futures = admin.list_offsets(
+                    latest, request_timeout=remaining, isolation_level=IsolationLevel.READ_COMMITTED
+                )
                 return {tp.partition: future.result(timeout=remaining + 1).offset for tp, future in futures.items()}
             except KafkaException as exception:
                 error = exception.args[0]

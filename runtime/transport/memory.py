@@ -24,6 +24,7 @@ from headwater.runtime.transport.memory_group import ConsumerGroup, MemoryConsum
 from headwater.runtime.transport.memory_log import MemoryLog
 from headwater.runtime.transport.memory_membership import MemoryGroupMember
 from headwater.runtime.transport.memory_producer import MemoryProducer, ProducerFaults, key_partition, murmur2
+from headwater.runtime.transport.memory_transactions import MemoryTransactionalProducer, Transactions
 from headwater.runtime.transport.refusals import BROKER_MAX_MESSAGE_BYTES, NON_EMPTY_GROUP, compacted, topic_refusal
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
@@ -33,6 +34,7 @@ __all__ = [
     "MemoryBroker",
     "MemoryConsumer",
     "MemoryProducer",
+    "MemoryTransactionalProducer",
     "MemoryTransport",
     "ProducerFaults",
     "key_partition",
@@ -78,6 +80,9 @@ class MemoryBroker:
         """Topic name -> (compacted, ``max.message.bytes``): what its records are checked against."""
         self._groups: dict[str, ConsumerGroup] = {}
         self._producers: weakref.WeakSet[MemoryProducer] = weakref.WeakSet()
+        self.transactions = Transactions()
+        """Transactional producers' epochs and what their transactions wrote (see
+        :mod:`~headwater.runtime.transport.memory_transactions`)."""
 
     # -- topics --------------------------------------------------------------------------------------------------
 
@@ -123,13 +128,24 @@ class MemoryBroker:
             self._topic_logs(topic)
             return dict(self._configs[topic])
 
-    def messages(self, topic: str, partition: int | None = None) -> list[Message]:
-        """The records of one partition, or of all partitions concatenated in partition order."""
+    def messages(self, topic: str, partition: int | None = None, committed_only: bool = False) -> list[Message]:
+        """The records of one partition, or of all partitions concatenated in partition order, without the markers
+        ending transactions: as a ``read_uncommitted`` consumer reads them (with those of open and aborted
+        transactions), or, ``committed_only``, as a ``read_committed`` one does."""
         with self.lock:
             logs = self._topic_logs(topic)
-            if partition is None:
-                return [message for log in logs for message in log]
-            return list(self._partition_log(TopicPartition(topic, partition)))
+            chosen = range(len(logs)) if partition is None else [partition]
+            found: list[Message] = []
+            for index in chosen:
+                tp = TopicPartition(topic, index)
+                log = self._partition_log(tp)
+                end = self.transactions.stable_end(tp, len(log)) if committed_only else len(log)
+                hidden = self.transactions.hidden(tp, committed_only)
+                if hidden is None:
+                    found.extend(log if end == len(log) else log[:end])
+                else:
+                    found.extend(message for message in log[:end] if message.offset not in hidden)
+            return found
 
     def end_offset(self, tp: TopicPartition) -> int:
         """The offset the next record of ``tp`` will get."""
@@ -137,9 +153,10 @@ class MemoryBroker:
             return len(self._partition_log(tp))
 
     def compacted(self, topic: str) -> dict[bytes | None, Message]:
-        """The latest record per key, as log compaction would leave it; a tombstone (``None`` value) drops the key."""
+        """The latest committed record per key, as log compaction would leave it; a tombstone (``None`` value) drops
+        the key."""
         view: dict[bytes | None, Message] = {}
-        for message in self.messages(topic):
+        for message in self.messages(topic, committed_only=True):
             view.pop(message.key, None)
             if message.value is not None:
                 view[message.key] = message
@@ -323,8 +340,13 @@ class MemoryTransport:
         """A producer; ``config["clock"]``, when given, stamps records produced without a timestamp."""
         return MemoryProducer(self.broker, config)
 
+    def transactional_producer(self, transactional_id: str, config: Mapping[str, Any]) -> MemoryTransactionalProducer:
+        """See :meth:`Transport.transactional_producer`."""
+        return MemoryTransactionalProducer(self.broker, transactional_id, config)
+
     def consumer(self, group_id: str | None, config: Mapping[str, Any]) -> MemoryConsumer:
-        """A consumer; ``config["auto.offset.reset"]`` is ``"earliest"`` (the default) or ``"latest"``."""
+        """A consumer; ``config["auto.offset.reset"]`` is ``"earliest"`` (the default) or ``"latest"``,
+        ``config["isolation.level"]`` ``"read_committed"`` (the default) or ``"read_uncommitted"``."""
         return MemoryConsumer(self.broker, group_id, config)
 
     def admin(self) -> MemoryAdmin:

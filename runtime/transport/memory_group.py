@@ -13,7 +13,15 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from headwater.runtime.transport.base import CommitCallback, Message, RebalanceListener, matching
+from headwater.runtime.transport.base import (
+    ISOLATION_LEVEL,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    CommitCallback,
+    Message,
+    RebalanceListener,
+    matching,
+)
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.records import TopicPartition
 
@@ -186,6 +194,10 @@ class MemoryConsumer:
         self.broker = broker
         self.group_id = group_id
         self._reset: str = reset
+        isolation = config.get(ISOLATION_LEVEL, READ_COMMITTED)
+        if isolation not in (READ_COMMITTED, READ_UNCOMMITTED):
+            raise ConfigError(ISOLATION_LEVEL, isolation, f"must be {READ_COMMITTED!r} or {READ_UNCOMMITTED!r}")
+        self._committed_only = isolation == READ_COMMITTED
         self._group = broker.consumer_group(group_id) if group_id is not None else None
         self._member: Member | None = None
         self._topics: frozenset[str] = frozenset()
@@ -340,20 +352,35 @@ class MemoryConsumer:
             start = self._cursor % len(order)
             rotated = order[start:] + order[:start]
             last = -1
+            transactions = self.broker.transactions
             while remaining > 0:
                 ready = []
                 for index, tp in enumerate(rotated):
                     log = self.broker.log(tp)
-                    if log is not None and positions[tp] < len(log):
-                        ready.append((index, tp, log))
+                    if log is None:
+                        continue
+                    end = len(log)
+                    if transactions.open and self._committed_only:
+                        end = transactions.stable_end(tp, end)
+                    if positions[tp] < end:
+                        ready.append((index, tp, log, end))
                 if not ready:
                     break
                 share = max(1, remaining // len(ready))
-                for index, tp, log in ready:
+                for index, tp, log, end in ready:
                     position = positions[tp]
-                    taken = log[position : position + min(share, remaining)]
+                    hidden = transactions.hidden(tp, self._committed_only)
+                    if hidden is None:
+                        taken = log[position : min(end, position + min(share, remaining))]
+                        position += len(taken)
+                    else:  # skip markers (and aborted records), whose offsets stay gaps
+                        taken = []
+                        while position < end and len(taken) < min(share, remaining):
+                            if position not in hidden:
+                                taken.append(log[position])
+                            position += 1
                     out.extend(taken)
-                    positions[tp] = position + len(taken)
+                    positions[tp] = position
                     remaining -= len(taken)
                     last = index
                     if remaining == 0:

@@ -14,13 +14,18 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from headwater.runtime.transport.base import Delivery, LogApply, RecordMetadata, raise_failed, record_key
+from headwater.runtime.transport.base import Delivery, LogApply, Message, RecordMetadata, raise_failed, record_key
 from headwater.runtime.transport.memory_producer import MemoryProducer
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
 
 if TYPE_CHECKING:
     from headwater.runtime.transport.memory import MemoryBroker
+
+
+def skipping(log: list[Message], start: int, end: int, hidden: set[int]) -> list[Message]:
+    """The records of ``log[start:end]`` whose offsets are not ``hidden``."""
+    return [message for message in log[start:end] if message.offset not in hidden]
 
 
 class MemoryLog:
@@ -107,17 +112,22 @@ class MemoryLog:
         self.read_available()
 
     def read_available(self, timeout_ms: int = 0) -> int:
-        """Hand ``apply`` every record written since the last read (outside the broker's lock); return how many."""
+        """Hand ``apply`` every record written since the last read (outside the broker's lock), as a
+        ``read_committed`` consumer reads them; return how many."""
         self._require()
         with self._read_lock:
             with self.broker.lock:
                 new = []
+                transactions = self.broker.transactions
                 for partition, position in self._positions.items():
-                    log = self.broker.log(TopicPartition(self.topic, partition))
+                    tp = TopicPartition(self.topic, partition)
+                    log = self.broker.log(tp)
                     if log is None:
                         raise ConnectError(f"cannot read topic {self.topic!r}: it was deleted")
-                    new.extend(log[position:])
-                    self._positions[partition] = len(log)
+                    end = transactions.stable_end(tp, len(log))
+                    hidden = transactions.hidden(tp, committed_only=True)
+                    new.extend(log[position:end] if hidden is None else skipping(log, position, end, hidden))
+                    self._positions[partition] = end
             for message in new:
                 self._apply(message.key, message.value)
             return len(new)
