@@ -32,10 +32,8 @@ from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, r
 from headwater.runtime.transforms.builtins.schemas import DATE, DECIMAL, normalized, operating_schema, with_schema
 from headwater.runtime.transforms.builtins.struct_casts import (
     LOGICAL_DATES,
-    REPLACE_NULL_DOC,
     SCHEMA_TYPES,
     basics,
-    field_value,
     float32_payload,
     from_decimal,
     iso_8601,
@@ -43,6 +41,7 @@ from headwater.runtime.transforms.builtins.struct_casts import (
     java_value,
     require_struct,
 )
+from headwater.runtime.transforms.builtins.structs import NULLS_KEY, field_value, replaces_nulls
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R
@@ -108,18 +107,12 @@ class Cast(KeyOrValue[R]):
                 "float64, boolean and string.",
                 _spec,
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                REPLACE_NULL_DOC,
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.casts = parse_spec("spec", config["spec"])
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
 
     def apply(self, record: R) -> R | None:
         schema = operating_schema(record, self.part)
@@ -146,7 +139,7 @@ class Cast(KeyOrValue[R]):
         struct = require_struct(schema, value, self.PURPOSE)
         cast_struct: dict[str, Any] = {}
         for field in schema.get("fields", ()):
-            current = field_value(field, struct, self.replace_null_with_default)
+            current = field_value(struct, field, self.replace_null_with_default)
             kind = self.casts.get(field["field"])
             cast_struct[field["field"]] = current if kind is None else cast_payload(field, current, kind)
         return with_schema(record, self.part, cast_struct, updated)

@@ -17,12 +17,14 @@ from headwater.runtime.transforms.builtins.parts import (
 )
 from headwater.runtime.transforms.builtins.schemas import TIMESTAMP, operating_schema, with_schema
 from headwater.runtime.transforms.builtins.structs import (
+    NULLS_KEY,
     Copies,
     Schema,
     SchemaMemo,
     copied,
     copies_of,
     fields_of,
+    replaces_nulls,
     require_struct,
     struct_schema,
 )
@@ -31,12 +33,6 @@ from headwater.sdk.config import ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.records import SourceRecord
 from headwater.sdk.transforms import R
-
-NULLS_DOC = (
-    "For a key or value with a schema (a struct): whether a null field takes its schema's default (true) or stays "
-    "null (false), as in Kafka Connect. Without effect on schemaless keys and values."
-)
-"""The documentation of ``replace.null.with.default``."""
 
 
 def java_split(text: str, separator: str) -> list[str]:
@@ -104,13 +100,7 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
                 Importance.MEDIUM,
                 "The static field's value, as text; needed when static.field is set.",
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                NULLS_DOC,
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
@@ -132,7 +122,7 @@ class InsertField(KeyOrValue[R], Rewriting[R]):
             raise ConfigError("topic.field", None, "No field insertion configured")
         if self.static_field is not None and self.static_value is None:
             raise ConfigError("static.value", None, "No value specified for static field: " + self.static_field)
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
         self.updated_schema = SchemaMemo(self._updated_schema)
 
     rewrites_map = True
@@ -246,13 +236,7 @@ class ReplaceField(KeyOrValue[R], Rewriting[R]):
                 "Removed in Kafka Connect 4.0, which ignores it: refused here, use include.",
                 _removed("include"),
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                NULLS_DOC,
-            )
+            .define(*NULLS_KEY)
         )
 
     rewrites_map = True
@@ -265,7 +249,7 @@ class ReplaceField(KeyOrValue[R], Rewriting[R]):
         # renames that can run one after another in place: no name both renamed and a new name, no new name twice
         self._renamed_in_place = not set(targets) & self.renames.keys() and len(set(targets)) == len(targets)
         self.reverse_renames = {new: old for old, new in self.renames.items()}
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
         self.updated_schema = SchemaMemo(self._updated_schema)
         if not self.include and self._renamed_in_place:
             self.rewrite = self._usual_rewrite(self.rewrite)  # type: ignore[method-assign,assignment]

@@ -16,10 +16,10 @@ from headwater.runtime.transforms.builtins.schemas import normalized, operating_
 from headwater.runtime.transforms.builtins.struct_casts import (
     PRIMITIVES,
     basics,
-    field_value,
     java_type,
     require_struct,
 )
+from headwater.runtime.transforms.builtins.structs import field_value
 from headwater.sdk.config import ConfigDef, Importance, Type
 from headwater.sdk.transforms import R
 
@@ -118,7 +118,7 @@ class Flatten(KeyOrValue[R]):
     ) -> None:
         for field in schema.get("fields", ()):
             name = f"{prefix}{self.delimiter}{field['field']}" if prefix else field["field"]
-            value = field_value(field, struct, True)  # Kafka Connect's Struct.get: a null field takes its default
+            value = field_value(struct, field, True)  # Kafka Connect's Struct.get: a null field takes its default
             if field["type"] != "struct":
                 _require_kept(field, name)
                 flat[name] = value

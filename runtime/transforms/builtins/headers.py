@@ -8,6 +8,7 @@ from typing import Any
 from headwater.runtime.transforms.builtins.literals import UntypableLiteral, parse_literal
 from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, require_map
 from headwater.runtime.transforms.builtins.schemas import connect_value, normalized, operating_schema, with_schema
+from headwater.runtime.transforms.builtins.structs import NULLS_KEY, replaces_nulls
 from headwater.runtime.transforms.records import Rewriting, rebuilt
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
@@ -77,13 +78,7 @@ class HeaderFrom(KeyOrValue[R]):
                 "copy: the fields stay in the key or value; move: they are removed from it.",
                 one_of("move", "copy", case_sensitive=True),
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
@@ -93,7 +88,7 @@ class HeaderFrom(KeyOrValue[R]):
                 "headers", ",".join(self.headers), "'fields' config must have the same number of elements"
             )
         self.move = config["operation"] == "move"
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
 
     def apply(self, record: R) -> R | None:
         purpose = "header move" if self.move else "header copy"

@@ -19,13 +19,12 @@ from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue, r
 from headwater.runtime.transforms.builtins.schemas import DECIMAL, operating_schema, with_schema
 from headwater.runtime.transforms.builtins.struct_casts import (
     LOGICAL_DATES,
-    REPLACE_NULL_DOC,
     decimal_payload,
-    field_value,
     float32_payload,
     java_type,
     require_struct,
 )
+from headwater.runtime.transforms.builtins.structs import NULLS_KEY, field_value, replaces_nulls
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R
@@ -89,19 +88,13 @@ class MaskField(KeyOrValue[R]):
                 "Decimal (with a schema; refused, as Kafka Connect's converters refuse it, unless its scale is 0).",
                 _non_empty_string,
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                REPLACE_NULL_DOC,
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.fields = list(config["fields"])
         self.replacement: str | None = config.get("replacement")
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
 
     def apply(self, record: R) -> R | None:
         schema = operating_schema(record, self.part)
@@ -117,7 +110,7 @@ class MaskField(KeyOrValue[R]):
         struct = require_struct(schema, self.operating_value(record), self.PURPOSE)
         masked: dict[str, Any] = {}
         for field in schema.get("fields", ()):
-            current = field_value(field, struct, self.replace_null_with_default)
+            current = field_value(struct, field, self.replace_null_with_default)
             masked[field["field"]] = self._masked_payload(field, current) if field["field"] in self.fields else current
         return with_schema(record, self.part, masked, schema)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.transforms.builtins.fields import NULLS_DOC, non_empty
+from headwater.runtime.transforms.builtins.fields import non_empty
 from headwater.runtime.transforms.builtins.parts import (
     DataError,
     KeyOrValue,
@@ -20,6 +20,7 @@ from headwater.runtime.transforms.builtins.parts import (
 from headwater.runtime.transforms.builtins.paths import FIELD_SYNTAX_VERSION, FieldPath, with_syntax_version
 from headwater.runtime.transforms.builtins.schemas import operating_schema, with_schema
 from headwater.runtime.transforms.builtins.structs import (
+    NULLS_KEY,
     Copies,
     Schema,
     SchemaMemo,
@@ -28,6 +29,7 @@ from headwater.runtime.transforms.builtins.structs import (
     field_at,
     fields_of,
     put,
+    replaces_nulls,
     require_struct,
     struct_schema,
     value_at,
@@ -90,18 +92,12 @@ class ExtractField(KeyOrValue[R]):
                 Importance.MEDIUM,
                 "The field to extract: its path (see field.syntax.version); null when it is missing.",
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                NULLS_DOC,
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.path = FieldPath("field", config["field"], config[FIELD_SYNTAX_VERSION])
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
         self.field_schema = SchemaMemo(lambda schema: field_at(schema, self.path.steps))
 
     def apply(self, record: R) -> R | None:
@@ -139,18 +135,12 @@ class ValueToKey(Transformation[R]):
             .define(
                 "fields", Type.LIST, REQUIRED, Importance.HIGH, "Fields of the value the key is made of.", non_empty
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                NULLS_DOC,
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.fields = list(config["fields"])
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
         self.key_schema = SchemaMemo(self._key_schema)
 
     def apply(self, record: R) -> R | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from headwater.runtime.transforms.builtins.parts import DataError, KeyOrValue
 from headwater.runtime.transforms.builtins.schemas import normalized, operating_schema, with_schema
+from headwater.runtime.transforms.builtins.structs import NULLS_KEY, replaces_nulls
 from headwater.sdk.config import ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R
@@ -24,19 +25,13 @@ class SetSchemaMetadata(KeyOrValue[R]):
             ConfigDef()
             .define("schema.name", Type.STRING, None, Importance.HIGH, "The schema's new name (unchanged if unset).")
             .define("schema.version", Type.INT, None, Importance.HIGH, "The schema's new version (unchanged if unset).")
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether a null field of the struct takes its schema default when the struct is copied.",
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.name: str | None = config.get("schema.name")
         self.version: int | None = config.get("schema.version")
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
         if self.name is None and self.version is None:
             raise ConfigError("schema.name", None, "Neither schema name nor version configured")
 

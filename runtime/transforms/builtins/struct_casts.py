@@ -18,9 +18,6 @@ from headwater.runtime.transforms.builtins.numbers import INT_BITS, decimal_to_l
 from headwater.runtime.transforms.builtins.parts import DataError
 from headwater.runtime.transforms.builtins.schemas import DATE, DECIMAL, TIME, TIMESTAMP, connect_value
 
-REPLACE_NULL_DOC = "Whether a null field with a schema default takes the default (values with schemas)."
-"""The doc of ``replace.null.with.default``, for the built-ins that read fields of a struct."""
-
 LOGICAL_DATES = (DATE, TIME, TIMESTAMP)
 PRIMITIVES = ("int8", "int16", "int32", "int64", "float", "double", "boolean", "string", "bytes")
 """Connect's primitive types as the JsonConverter names them (``float`` is FLOAT32, ``double`` FLOAT64)."""
@@ -49,15 +46,6 @@ def require_struct(schema: Mapping[str, Any], value: Any, purpose: str) -> Mappi
     if schema.get("type") != "struct" or not isinstance(value, Mapping):
         found = "null" if value is None else f"{java_type(schema.get('type', ''))} value"
         raise DataError(f"Only Struct objects supported for [{purpose}], found: {found}")
-    return value
-
-
-def field_value(field: Mapping[str, Any], struct: Mapping[str, Any], replace_null_with_default: bool) -> Any:
-    """The payload of ``field`` in the payload ``struct``; a missing one is null, a null one its schema default
-    when ``replace_null_with_default`` (Kafka Connect's ``Struct.get`` against ``getWithoutDefault``)."""
-    value = struct.get(field["field"])
-    if value is None and replace_null_with_default:
-        return field.get("default")
     return value
 
 

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 
 from headwater.runtime.transforms.builtins.parts import DataError
 from headwater.runtime.transforms.builtins.schemas import DATE, DECIMAL, TIME, TIMESTAMP, normalized
+from headwater.sdk.config import Importance, Type
 
 Schema = Mapping[str, Any]
 T = TypeVar("T")
@@ -30,6 +31,24 @@ def fields_of(schema: Schema) -> dict[str, Schema]:
     if schema.get("type") != "struct":
         raise DataError(f"Cannot look up fields on non-struct type: {schema.get('type')}")
     return {field["field"]: field for field in schema.get("fields", ())}
+
+
+NULLS = "replace.null.with.default"
+"""Kafka Connect's setting, on the built-ins that read the fields of a struct, for :func:`field_value`."""
+NULLS_KEY = (
+    NULLS,
+    Type.BOOLEAN,
+    True,
+    Importance.MEDIUM,
+    "For a key or value with a schema (a struct): whether a null field takes its schema's default (true) or stays "
+    "null (false), as in Kafka Connect. Without effect on schemaless keys and values.",
+)
+"""Its definition, for ``ConfigDef.define(*NULLS_KEY)``."""
+
+
+def replaces_nulls(config: Mapping[str, Any]) -> bool:
+    """A built-in's parsed ``replace.null.with.default``."""
+    return bool(config.get(NULLS, True))
 
 
 def field_value(payload: Mapping[str, Any], field: Schema, replace_null_with_default: bool) -> Any:

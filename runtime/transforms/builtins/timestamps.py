@@ -23,6 +23,7 @@ from headwater.runtime.transforms.builtins.schemas import (
     operating_schema,
     with_schema,
 )
+from headwater.runtime.transforms.builtins.structs import NULLS_KEY, replaces_nulls
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import R
@@ -94,20 +95,14 @@ class TimestampConverter(KeyOrValue[R]):
                 "are truncated to milliseconds in between.",
                 one_of(*_UNITS, case_sensitive=True),
             )
-            .define(
-                "replace.null.with.default",
-                Type.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether a null field with a schema default takes the default (values with schemas).",
-            )
+            .define(*NULLS_KEY)
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         self.field: str = config.get("field") or ""
         self.target: str = config["target.type"]
         self.unit: int = _UNITS[config.get("unix.precision") or "milliseconds"]
-        self.replace_null_with_default = bool(config.get("replace.null.with.default", True))
+        self.replace_null_with_default = replaces_nulls(config)
         pattern = config.get("format") or ""
         if self.target == "string" and not pattern.strip():
             raise ConfigError("format", pattern, "TimestampConverter requires format option for string timestamps")
