@@ -45,7 +45,12 @@ class ClusterWorker:
         self.offset_store = KafkaOffsetStore(self.transport, OFFSETS_TOPIC, partitions=5)
         self.status_store = KafkaStatusStore(self.transport, STATUS_TOPIC, partitions=2)
         self.worker = Worker(
-            {**SIMULATED_DEFAULTS, **config}, self.transport, self.offset_store, clock=clock, threaded=False
+            {**SIMULATED_DEFAULTS, **config},
+            self.transport,
+            self.offset_store,
+            clock=clock,
+            threaded=False,
+            group_id=GROUP_ID,
         )
         self.worker.worker_id = name
         self.herder = DistributedHerder(

@@ -193,7 +193,7 @@ def _unknown(name: str, definition: ConfigDef, declares: bool, kind: str) -> str
     if name in WORKER_CONFIG.keys:
         return f"{name} is a worker configuration: a connector's config does not set it (set it in the worker's)"
     other, other_kind = (SOURCE_CONNECTOR_CONFIG, "source") if kind == "sink" else (SINK_CONNECTOR_CONFIG, "sink")
-    if name in other.keys:
+    if name in other.keys and (declares or kind == "sink"):  # a source of no declared keys may read "topics" itself
         return f"{name} is a {other_kind} connector configuration: a {kind} connector would ignore it"
     close = difflib.get_close_matches(name, list(definition.keys), n=1, cutoff=0.8)
     if not declares and not close:

@@ -1,17 +1,23 @@
 """The keys of exactly-once source delivery (KIP-618) and their validation, as Kafka Connect's ``DistributedHerder``
-validates them; Headwater does not implement the delivery yet, so every value that asks for it is refused.
+validates them.
 
-The worker key ``exactly.once.source.support`` (Kafka Connect's ``DistributedConfig``) takes only ``disabled``. The
-source connector keys (Kafka Connect's ``SourceConnectorConfig``) are defined with Kafka's validators, and their
-values that ask for nothing a worker without exactly-once support would do (``exactly.once.support=requested``,
-``transaction.boundary=poll``, no per-connector offsets topic) are accepted. Every other value is refused naming its
-key, so that no config is accepted and then ignored.
+The worker key ``exactly.once.source.support`` (Kafka Connect's ``DistributedConfig``) takes ``disabled``,
+``preparing`` or ``enabled``; only a distributed worker may set it to anything but ``disabled`` (Kafka Connect offers
+exactly-once sources in distributed mode only): :class:`~headwater.runtime.worker.Worker` refuses it otherwise. With
+``enabled``, every source task of the worker runs in transactions
+(:class:`~headwater.runtime.tasks.exactly_once_source.ExactlyOnceWorkerSourceTask`).
+
+The source connector keys (Kafka Connect's ``SourceConnectorConfig``) are defined with Kafka's validators. Kafka
+Connect accepts ``transaction.boundary`` and its interval on a worker without the support and ignores them; Headwater
+refuses them there, naming the key, so that no config is accepted and then ignored. ``offsets.storage.topic`` is
+refused until Headwater keeps per-connector offsets topics.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from headwater.sdk.config import ConfigDef, Importance, Type, at_least, non_empty_string, one_of
@@ -25,24 +31,16 @@ BOUNDARY = "transaction.boundary"
 INTERVAL = "transaction.boundary.interval.ms"
 OFFSETS_TOPIC = "offsets.storage.topic"
 
-NOT_IMPLEMENTED = "exactly-once source support is not implemented yet in Headwater"
-"""The refusal of every value that asks for exactly-once delivery, until the transactional machinery lands."""
+POLL, INTERVAL_BOUNDARY, CONNECTOR = "poll", "interval", "connector"
+
+NOT_DISTRIBUTED = (
+    "exactly-once source support needs a distributed worker (Kafka Connect offers it in distributed mode only); "
+    "remove the key or set it to disabled"
+)
 
 GROUP = "Exactly Once Support"
 
 log = logging.getLogger(__name__)
-
-
-def worker_support(key: str, value: Any) -> None:
-    """One of: disabled, preparing, enabled; only disabled until Headwater implements the delivery."""
-    one_of("disabled", "preparing", "enabled")(key, value)
-    if str(value).lower() != "disabled":
-        raise ConfigError(
-            key,
-            value,
-            f"{NOT_IMPLEMENTED} (and Kafka Connect offers it on distributed workers only); remove the key or set it "
-            "to disabled",
-        )
 
 
 WORKER_CONFIG = ConfigDef().define(
@@ -50,11 +48,24 @@ WORKER_CONFIG = ConfigDef().define(
     Type.STRING,
     "disabled",
     Importance.HIGH,
-    "Whether the worker's source tasks deliver exactly once, in transactions (KIP-618): disabled, preparing or "
-    "enabled, on distributed workers only. Headwater does not implement it yet and takes only disabled.",
-    worker_support,
+    "Whether the worker's source tasks deliver exactly once, in transactions (KIP-618), on distributed workers "
+    "only. disabled: at least once; preparing: at least once, on the way to enabled (set it on every worker of the "
+    "cluster first, then enabled, one worker after the other); enabled: every source task writes its records and "
+    "offsets in transactions, and a task of an older generation is fenced before a newer one starts.",
+    one_of("disabled", "preparing", "enabled"),
 )
 """The worker key (Kafka Connect's ``DistributedConfig.EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG``)."""
+
+
+def worker_support(worker_config: Mapping[str, Any]) -> str:
+    """The parsed worker config's support, in lower case."""
+    return str(worker_config.get(WORKER_SUPPORT, "disabled")).strip().lower()
+
+
+def check_distributed(worker_config: Mapping[str, Any], distributed: bool) -> None:
+    """Refuse exactly-once support on a worker that is not distributed."""
+    if not distributed and worker_support(worker_config) != "disabled":
+        raise ConfigError(WORKER_SUPPORT, worker_config.get(WORKER_SUPPORT), NOT_DISTRIBUTED)
 
 
 def _interval(key: str, value: Any) -> None:
@@ -72,7 +83,7 @@ SOURCE_CONFIG = (
         Importance.MEDIUM,
         'Permitted values are requested, required. If set to "required", forces a preflight check that the '
         "connector can provide exactly-once semantics with the given configuration; the worker must have "
-        "exactly-once source support enabled. Headwater takes only requested for now.",
+        "exactly-once source support enabled.",
         one_of("requested", "required"),
         group=GROUP,
         display_name="Exactly once support",
@@ -80,12 +91,13 @@ SOURCE_CONFIG = (
     .define(
         BOUNDARY,
         Type.STRING,
-        "poll",
+        POLL,
         Importance.MEDIUM,
         "Permitted values are: poll, interval, connector. poll: a transaction for every batch a task polls; "
         "connector: the connector's tasks define the transactions (only for connectors that can); interval: a "
-        "transaction per transaction.boundary.interval.ms. Headwater takes only poll for now.",
-        one_of("poll", "interval", "connector"),
+        "transaction per transaction.boundary.interval.ms. Only on a worker with exactly.once.source.support "
+        "enabled or preparing.",
+        one_of(POLL, INTERVAL_BOUNDARY, CONNECTOR),
         group=GROUP,
         display_name="Transaction Boundary",
     )
@@ -95,7 +107,7 @@ SOURCE_CONFIG = (
         None,
         Importance.LOW,
         "With transaction.boundary=interval, how often tasks commit their transactions (default: the worker's "
-        "offset.flush.interval.ms). Headwater does not take it yet.",
+        "offset.flush.interval.ms); only with that boundary.",
         _interval,
         group=GROUP,
         display_name="Transaction boundary interval",
@@ -106,7 +118,7 @@ SOURCE_CONFIG = (
         None,
         Importance.LOW,
         "The name of a separate offsets topic for this connector (distributed mode only). Headwater does not take "
-        "it yet: a source's offsets go to the worker's offset store.",
+        "it yet: a source's offsets go to the worker's offsets topic.",
         non_empty_string,
         group="offsets.topic",
         display_name="Offsets topic",
@@ -115,47 +127,80 @@ SOURCE_CONFIG = (
 """The source connector keys (Kafka Connect's ``SourceConnectorConfig``)."""
 
 
+@dataclass(frozen=True)
+class Transactions:
+    """How a source task of a worker with exactly-once support enabled delimits its transactions."""
+
+    boundary: str
+    """poll, interval or connector."""
+    interval_ms: int
+    """With the interval boundary: how often the task commits."""
+    transactional_id: str
+    """The task's ``transactional.id``: ``<group.id>-<connector>-<task>``, as Kafka Connect names it, the same for
+    every generation of the task, so each new one fences the one before."""
+
+    @classmethod
+    def of(cls, connector: Mapping[str, Any], worker: Mapping[str, Any], group_id: str, task: str) -> Transactions:
+        """From the parsed connector and worker configs; ``task`` is ``<connector>-<number>``."""
+        interval = connector.get(INTERVAL)
+        return cls(
+            str(connector.get(BOUNDARY) or POLL).strip().lower(),
+            int(worker["offset.flush.interval.ms"] if interval is None else interval),
+            transactional_id(group_id, task),
+        )
+
+
+def transactional_id(group_id: str, task: str) -> str:
+    """Kafka Connect's ``taskTransactionalId``: ``<group.id>-<connector>-<task number>``."""
+    return f"{group_id}-{task}"
+
+
 def problems(
     props: Mapping[str, Any], connector: SourceConnector, worker_config: Mapping[str, Any], errors: Mapping[str, Any]
 ) -> dict[str, list[str]]:
     """The error messages by key of the source ``connector``'s config ``props``, beyond its keys' own validators:
-    Kafka Connect's ``DistributedHerder`` checks, then Headwater's refusal of each value that asks for exactly-once
-    delivery. ``errors`` are the errors found so far: a key with errors is not checked again (as in Kafka)."""
+    Kafka Connect's ``DistributedHerder`` checks, then Headwater's refusal of each key that would be ignored on this
+    worker. ``errors`` are the errors found so far: a key with errors is not checked again (as in Kafka)."""
     found: dict[str, list[str]] = {}
-    enabled = str(worker_config.get(WORKER_SUPPORT, "disabled")).lower() == "enabled"
+    support = worker_support(worker_config)
     raw = {name: "" if value is None else str(value) for name, value in props.items()}
-    support = _value(props, SUPPORT, errors)
-    if support == "required":
+    if _value(props, SUPPORT, errors) == "required":
         messages = found.setdefault(SUPPORT, [])
-        if not enabled:
+        if support != "enabled":
             messages.append("This worker does not have exactly-once source support enabled.")
-        else:
-            messages.extend(_asked(lambda: _support_problem(connector.exactly_once_support(raw))))
-        messages.append(_refusal(SUPPORT, "set it to requested or remove it"))
+        messages.extend(_asked(lambda: _support_problem(connector.exactly_once_support(raw))))
     boundary = _value(props, BOUNDARY, errors)
-    if boundary == "connector":
+    if boundary == CONNECTOR:
         found.setdefault(BOUNDARY, []).extend(
             _asked(lambda: _boundary_problem(connector.can_define_transaction_boundaries(raw)))
         )
-    if boundary in ("interval", "connector"):
-        found.setdefault(BOUNDARY, []).append(_refusal(BOUNDARY, "set it to poll or remove it"))
-    for key, advice in (
-        (INTERVAL, "remove it"),
-        (OFFSETS_TOPIC, "remove it: the connector's offsets go to the worker's offset store"),
-    ):
-        if props.get(key) not in (None, "") and not errors.get(key):
-            found.setdefault(key, []).append(_refusal(key, advice))
+    if support == "disabled":
+        for key, asked in ((BOUNDARY, boundary not in (None, POLL)), (INTERVAL, _set(props, INTERVAL, errors))):
+            if asked:
+                found.setdefault(key, []).append(
+                    f"{key} takes effect only on a worker with {WORKER_SUPPORT}=enabled, and this worker has it "
+                    "disabled: remove it, or enable the support on every worker of the cluster"
+                )
+    if _set(props, INTERVAL, errors) and boundary != INTERVAL_BOUNDARY and not errors.get(BOUNDARY):
+        found.setdefault(INTERVAL, []).append(
+            f"{INTERVAL} takes effect only with {BOUNDARY}=interval: set that, or remove it"
+        )
+    if _set(props, OFFSETS_TOPIC, errors):
+        found.setdefault(OFFSETS_TOPIC, []).append(
+            f"{OFFSETS_TOPIC}: per-connector offsets topics are not implemented yet in Headwater; remove it: the "
+            "connector's offsets go to the worker's offsets topic"
+        )
     return {key: messages for key, messages in found.items() if messages}
+
+
+def _set(props: Mapping[str, Any], key: str, errors: Mapping[str, Any]) -> bool:
+    return props.get(key) not in (None, "") and not errors.get(key)
 
 
 def _value(props: Mapping[str, Any], key: str, errors: Mapping[str, Any]) -> str | None:
     """The key's value in lower case, ``None`` when it is not set or already has errors."""
     value = props.get(key)
     return None if value is None or errors.get(key) else str(value).strip().lower()
-
-
-def _refusal(key: str, advice: str) -> str:
-    return f"{key}: {NOT_IMPLEMENTED}; {advice}"
 
 
 def _support_problem(answer: ExactlyOnceSupport | None) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from headwater.runtime import exactly_once
 from headwater.runtime.clients import admin_settings, worker_transport
 from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
 from headwater.runtime.config_transformer import resolve_worker_file
@@ -110,6 +111,10 @@ class StandaloneWorker:
         worker_file = resolve_worker_file(worker_file)
         self.worker_file = worker_file
         self.config = worker_file.parse(STANDALONE_CONFIG)
+        try:
+            exactly_once.check_distributed(self.config, distributed=False)
+        except ConfigError as error:
+            raise worker_file.config_error(error) from None
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.offset_store = FileOffsetStore(offsets_file(self.config))
         try:

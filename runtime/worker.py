@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.runtime import sink_topics, topic_creation
+from headwater.runtime import exactly_once, sink_topics, topic_creation
 from headwater.runtime.clients import client_settings, override_prefix
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import (
@@ -29,6 +29,7 @@ from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.dead_letter import create_topic as create_dead_letter_topic
+from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.topic_creation import TopicCreation
@@ -41,6 +42,7 @@ from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.providers import has_reference
 from headwater.sdk.task import SinkTask, SourceTask
+from headwater.sdk.transactions import ExactlyOnceSupport
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +88,14 @@ class Worker:
         plugins: list[object] | None = None,
         listener: Listener | None = None,
         worker_id: str = "headwater",
+        group_id: str | None = None,
     ) -> None:
         self.config = WORKER_CONFIG.parse(config)
+        exactly_once.check_distributed(self.config, group_id is not None)
+        self.group_id = group_id
+        """The cluster's ``group.id`` on a distributed worker, which names its tasks' transactional ids."""
+        self.exactly_once = exactly_once.worker_support(self.config) == "enabled"
+        """Whether source tasks deliver exactly once, in transactions (KIP-618)."""
         self.config_transformer = ConfigTransformer.from_worker_config(self.config)
         self.transport = transport
         self.offset_store = offset_store
@@ -130,6 +138,11 @@ class Worker:
             if ignored:
                 name = min(ignored)
                 raise ConfigError(name, props[name], ignored[name])
+            assert isinstance(probe, SourceConnector)
+            wrong = exactly_once.problems(props, probe, self.config, {})
+            if wrong:  # a key this worker would ignore, or a connector that cannot do what is required
+                name = min(wrong)
+                raise ConfigError(name, props.get(name), wrong[name][0])
         if type(probe).validate is not Connector.validate:
             parsed.update(probe.validate(props))
         return cls, parsed
@@ -378,13 +391,53 @@ class Worker:
             creation = TopicCreation.for_connector(
                 connector.config, bool(self.config[topic_creation.ENABLE]), self.transport.admin
             )
-            producer = self.transport.producer(self._client_config(connector, "producer"))
-            worker_task = WorkerSourceTask(
-                id, task, task_config, settings, producer, self.offset_store, self.clock, listener, self.plugins
-            )
+            worker_task = self._source_task(id, connector, task, task_config, settings)
             worker_task.topic_creation = creation
         worker_task.transforms = build_chain(connector.config)
         return worker_task
+
+    def _source_task(
+        self,
+        id: TaskId,
+        connector: WorkerConnector,
+        task: SourceTask,
+        config: Mapping[str, str],
+        settings: TaskSettings,
+    ) -> WorkerSourceTask:
+        """A source task: in transactions when the worker delivers exactly once."""
+        producer_config = self._client_config(connector, "producer")
+        if not self.exactly_once:
+            if exactly_once.worker_support(self.config) == "preparing":
+                log.info("task %s delivers at least once: exactly-once source support is only preparing here", id)
+            producer = self.transport.producer(producer_config)
+            return WorkerSourceTask(
+                id, task, config, settings, producer, self.offset_store, self.clock, self._task_listener, self.plugins
+            )
+        assert self.group_id is not None
+        transactions = exactly_once.Transactions.of(connector.config, self.config, self.group_id, str(id))
+        instance = connector.instance
+        assert isinstance(instance, SourceConnector)
+        if instance.exactly_once_support({k: str(v) for k, v in connector.config.items()}) is (
+            ExactlyOnceSupport.UNSUPPORTED
+        ):
+            log.warning(
+                "task %s runs in transactions, but its connector says it cannot deliver exactly once with this config: "
+                "records may still be duplicated (set exactly.once.support=required to refuse such a config)",
+                id,
+            )
+        transactional = self.transport.transactional_producer(transactions.transactional_id, producer_config)
+        return ExactlyOnceWorkerSourceTask(
+            id,
+            task,
+            config,
+            settings,
+            transactional,
+            self.offset_store,
+            transactions,
+            self.clock,
+            self._task_listener,
+            self.plugins,
+        )
 
     def _ensure_heartbeat_topic(self, topic: str) -> None:
         """Create a heartbeat topic once per worker, compacted (the latest heartbeat per source partition is what

@@ -60,9 +60,9 @@ class SourceConnector(Connector):
         """Whether the connector can deliver exactly once with ``config`` (KIP-618); ``None`` when it cannot tell.
 
         When: on a probe instance (never started), while a config with ``exactly.once.support=required`` is
-        validated on a worker with exactly-once source support enabled; anything but ``SUPPORTED`` refuses it.
-        Headwater does not implement exactly-once delivery yet, so such a config is refused whatever this says.
-        The default returns ``None``."""
+        validated; anything but ``SUPPORTED`` refuses it. Answer ``SUPPORTED`` only when a task that resumes from
+        the offsets of its last committed transaction produces exactly the records after them: the harness's
+        exactly-once check holds a connector that says so to it. The default returns ``None``."""
         return None
 
     def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:

@@ -59,8 +59,7 @@ class SourceTaskContext(ABC):
     """The committed offsets of the connector's source partitions: where a (re)started task resumes from."""
     transaction_context: TransactionContext | None = None
     """Where the task commits and aborts its own transactions: set only when the worker has exactly-once source
-    support enabled and the connector runs with ``transaction.boundary=connector`` (KIP-618). Always ``None`` for
-    now: Headwater does not implement exactly-once delivery yet and refuses every config that asks for it."""
+    support enabled and the connector runs with ``transaction.boundary=connector`` (KIP-618); ``None`` otherwise."""
 
 
 class ErrantRecordReporter(ABC):

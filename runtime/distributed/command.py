@@ -83,7 +83,12 @@ class DistributedWorker:
             c["status.storage.replication.factor"],
         )
         self.worker = Worker(
-            worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
+            worker_file.values,
+            self.transport,
+            self.offset_store,
+            listener=log_state,
+            worker_id=initial_worker_id(),
+            group_id=self.group_id,
         )
         group_config = {
             "session.timeout.ms": c["session.timeout.ms"],

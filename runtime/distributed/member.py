@@ -21,6 +21,7 @@ from typing import Any
 
 from headwater.runtime.active_topics import ActiveTopics
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
+from headwater.runtime.distributed.fencing import awaits_fencing, fence_zombies
 from headwater.runtime.distributed.slots import EMPTY_PLAN, Slot, SlotPlan
 from headwater.runtime.herder.lifecycle import forget_deleted, generate_task_configs, stop_tasks
 from headwater.runtime.herder.restarts import RestartRequest, build_restart_plan
@@ -73,6 +74,7 @@ class Member:
             if name is not None:
                 self.connector_slots[slot.topic] = name
                 self._sync_connector(name)
+                self._fence(name)
 
     def connectors_revoked(self, slots: list[Slot], lost: bool) -> None:
         for slot in slots:
@@ -111,6 +113,7 @@ class Member:
         for name in [name for name in self.connector_slots.values() if name is not None]:
             if self.configs.connector_config(name) is not None:
                 self._sync_connector(name)
+                self._fence(name)
         self._start_tasks([slot for slot, id in self.task_slots.items() if id is None])
         for id, task in list(self.worker.tasks.items()):
             paused = self.configs.target_state(id.connector) == "PAUSED"
@@ -185,6 +188,14 @@ class Member:
                 self.configs.put_task_configs(name, configs)
             except ConnectError as error:
                 log.error("cannot store the task configs of connector %s: %s", name, error)
+        self._fence(name)
+
+    def _fence(self, name: str) -> None:
+        """Fence the earlier generations of the connector's tasks when its latest task configs await it."""
+        try:
+            fence_zombies(self.worker, self.configs, name)
+        except ConnectError as error:
+            log.error("cannot fence the earlier tasks of connector %s; trying again at the next pass: %s", name, error)
 
     def _read_configs(self) -> None:
         """Read the config topic to its end before starting what was just assigned, as Connect's workers catch up
@@ -202,16 +213,20 @@ class Member:
         if not known:
             return
         self._read_configs()
-        try:
-            self.offsets.refresh()
-        except ConnectError as error:
-            log.error("cannot read the offsets topic before starting tasks; they start from what was read: %s", error)
+        if not self.worker.exactly_once:  # a transactional task reads them once it has fenced its predecessor
+            try:
+                self.offsets.refresh()
+            except ConnectError as error:
+                log.error("cannot read the offsets topic before starting tasks; they start from its view: %s", error)
         for slot, (id, config) in known:
             self._start_task(slot, id, config)
 
     def _start_task(self, slot: Slot, id: TaskId, config: Mapping[str, Any]) -> None:
         connector_config, target = self.configs.connector_config(id.connector), self.configs.target_state(id.connector)
         if connector_config is None or target in (None, "STOPPED"):
+            return
+        if awaits_fencing(self.worker, self.configs, id.connector):
+            log.debug("task %s waits until the earlier generation of its connector's tasks is fenced", id)
             return
         for other, running in list(self.task_slots.items()):
             if running == id and other != slot:  # an older task set's slot, not revoked yet

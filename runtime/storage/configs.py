@@ -100,6 +100,17 @@ class ConfigStore(Protocol):
         """The recorded target state; STARTED for a connector without one; ``None`` for an unknown connector."""
         ...
 
+    def put_task_count_record(self, name: str, tasks: int) -> None:
+        """Record that the earlier generations of the connector's tasks are fenced, for ``tasks`` tasks now."""
+
+    def fenced_task_count(self, name: str) -> int | None:
+        """The task count of the connector's last task count record; ``None`` when there is none."""
+        ...
+
+    def pending_fencing(self, name: str) -> bool:
+        """Whether the connector's task configs were committed after its last task count record."""
+        ...
+
 
 # ---- the config topic's records -----------------------------------------------------------------------------
 
@@ -127,6 +138,13 @@ def commit_record(name: str, tasks: int) -> Record:
     return f"commit-{name}".encode(), json_bytes({"tasks": tasks})
 
 
+def task_count_record(name: str, tasks: int) -> Record:
+    """``tasks-fencing-<name>``: the connector's task count, written once the transactional producers of its tasks'
+    earlier generations are fenced (Kafka Connect's task count record, KIP-618): until then, no task of its latest
+    task configs may start on a worker with exactly-once source support."""
+    return f"tasks-fencing-{name}".encode(), json_bytes({"task-count": tasks})
+
+
 def target_state_record(name: str, state: str | None) -> Record:
     """``target-state-<name>``: the state, readable by workers without STOPPED, or a tombstone for ``None``."""
     if state is None:
@@ -150,6 +168,10 @@ class ConfigView:
         self.target_states: dict[str, str] = {}
         self.patches: dict[str, set[str]] = {}
         """Connector -> the keys of the patch records applied to its config since its last full config."""
+        self.fenced_counts: dict[str, int] = {}
+        """Connector -> the task count of its last task count record."""
+        self.pending_fencing: set[str] = set()
+        """Connectors whose task configs were committed after their last task count record."""
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
         """Read one record."""
@@ -173,6 +195,8 @@ class ConfigView:
                 self.pending.setdefault(name, {})[int(task)] = properties
         elif text.startswith("commit-"):
             self._commit(text.removeprefix("commit-"), data)
+        elif text.startswith("tasks-fencing-"):
+            self._fenced(text.removeprefix("tasks-fencing-"), data)
 
     def _patch(self, key: str, data: dict[str, Any] | None) -> None:
         if data is None:
@@ -193,6 +217,8 @@ class ConfigView:
             self.tasks.pop(name, None)
             self.pending.pop(name, None)
             self.inconsistent.discard(name)
+            self.fenced_counts.pop(name, None)
+            self.pending_fencing.discard(name)
         elif isinstance(properties := data.get("properties"), dict):
             self.configs[name] = properties
 
@@ -209,6 +235,14 @@ class ConfigView:
         else:
             self.inconsistent.add(name)
         self.task_counts[name] = count
+        self.pending_fencing.add(name)
+
+    def _fenced(self, name: str, data: dict[str, Any] | None) -> None:
+        count = None if data is None else data.get("task-count")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or name not in self.configs:
+            return
+        self.fenced_counts[name] = count
+        self.pending_fencing.discard(name)
 
     def _target_state(self, name: str, data: dict[str, Any] | None) -> None:
         if data is None:
@@ -285,6 +319,17 @@ class _RecordConfigStore:
 
     def put_target_state(self, name: str, state: str) -> None:
         self._write([target_state_record(name, state)])
+
+    def put_task_count_record(self, name: str, tasks: int) -> None:
+        self._write([task_count_record(name, tasks)])
+
+    def fenced_task_count(self, name: str) -> int | None:
+        with self._lock:
+            return self._view.fenced_counts.get(name)
+
+    def pending_fencing(self, name: str) -> bool:
+        with self._lock:
+            return name in self._view.pending_fencing
 
     def connector_config(self, name: str) -> dict[str, Any] | None:
         with self._lock:

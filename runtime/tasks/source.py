@@ -24,7 +24,7 @@ from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch
 from headwater.runtime.tasks.timing import BatchTimes
 from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class_name
 from headwater.runtime.topic_creation import TopicCreation
-from headwater.runtime.transport.base import Producer, QueueFullError, RawHeaders
+from headwater.runtime.transport.base import Producer, ProducerFencedError, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import (
@@ -150,8 +150,11 @@ class WorkerSourceTask(WorkerTask):
         """Per source partition: its last committed offset and when (clock milliseconds) a commit last changed it."""
 
     def initialize(self) -> None:
+        self.task.initialize(self._context())
+
+    def _context(self) -> WorkerSourceTaskContext:
         reader = StoreOffsetReader(self.offset_store, self.settings.connector)
-        self.task.initialize(WorkerSourceTaskContext(self.config, self.clock, reader))
+        return WorkerSourceTaskContext(self.config, self.clock, reader)
 
     # ---- the loop --------------------------------------------------------------------------------------------
 
@@ -162,7 +165,7 @@ class WorkerSourceTask(WorkerTask):
         now = self.clock.now_ms()
         if now >= self._next_commit:
             self.commit_offsets()
-            self._next_commit = now + self.settings.flush_interval_ms
+            self._next_commit = now + self.commit_interval_ms
         if self._target_paused:
             return False
         progressed = False
@@ -191,6 +194,14 @@ class WorkerSourceTask(WorkerTask):
             return progressed
         return self._send(now) or progressed
 
+    @property
+    def commit_interval_ms(self) -> int:
+        """How often the loop calls :meth:`commit_offsets`: ``offset.flush.interval.ms``."""
+        return self.settings.flush_interval_ms
+
+    def _batch_sent(self) -> None:
+        """Every record of the batch taken last was handed to the producer (or dropped, or skipped)."""
+
     def _heartbeat_records(self) -> list[SourceRecord]:
         latest = self.submitted.latest
         offsets = [(self.submitted.partition(key), offset) for key, offset in latest.items()]
@@ -204,7 +215,7 @@ class WorkerSourceTask(WorkerTask):
 
     def on_started(self) -> None:
         now = self.clock.now_ms()
-        self._next_commit = now + self.settings.flush_interval_ms
+        self._next_commit = now + self.commit_interval_ms
         self._next_heartbeat = now + self.settings.heartbeat_interval_ms
         self._passthrough = passes_bytes_through(self.key_converter) and passes_bytes_through(self.value_converter)
         self._raw_headers = sends_header_bytes_through(self.header_converter)
@@ -281,6 +292,8 @@ class WorkerSourceTask(WorkerTask):
             except RetriableError as error:
                 log.warning("retriable send failure to %s, retrying in %d ms: %s", topic, SEND_FAILED_BACKOFF_MS, error)
                 return self._stop_sending(index, start, now + SEND_FAILED_BACKOFF_MS)
+            except ProducerFencedError:  # a transactional producer a newer one fenced: no record can go any more
+                raise
             except ConnectError as error:  # the producer refuses the record for good (too large, say)
                 self.errors.failed(Failure(Stage.KAFKA_PRODUCE, class_name(self.producer), error, record))
                 entries[index].acked = True
@@ -289,6 +302,7 @@ class WorkerSourceTask(WorkerTask):
         self._entries = []
         self._next_index = 0
         self._retry.succeeded()
+        self._batch_sent()
         return True
 
     def _topic_ready(self, creation: TopicCreation, topic: str) -> bool:
@@ -340,6 +354,7 @@ class WorkerSourceTask(WorkerTask):
         self._to_send = None
         self._batch = None
         self._next_index = 0
+        self._batch_sent()
         return True
 
     def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None, RawHeaders | None]:

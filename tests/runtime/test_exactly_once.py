@@ -1,7 +1,8 @@
 """Exactly-once source keys (KIP-618): the worker's ``exactly.once.source.support`` and a source connector's
 ``exactly.once.support``, ``transaction.boundary``, ``transaction.boundary.interval.ms`` and
-``offsets.storage.topic`` are validated with Kafka Connect's validators and ``DistributedHerder`` checks; until
-Headwater delivers exactly once, every value that asks for it is refused naming its key (validate, create, REST)."""
+``offsets.storage.topic`` are validated with Kafka Connect's validators and ``DistributedHerder`` checks. Only a
+distributed worker may enable the support; a key that would be ignored on a worker without it is refused naming the
+key (validate, create, REST), and so is a per-connector offsets topic, which Headwater does not keep yet."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from headwater.runtime import exactly_once
 from headwater.runtime.distributed import DISTRIBUTED_CONFIG
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
+from headwater.runtime.properties import PropertiesError
 from headwater.runtime.rest import RestServer, create_app
-from headwater.runtime.standalone import STANDALONE_CONFIG
+from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.validation import DEFAULT_WORKER_CONFIG, validate_connector_config
@@ -31,8 +33,8 @@ from headwater.sdk import (
 
 SOURCE = {"connector.class": "monitorable-source", "name": "src", "topic": "t"}
 ENABLED = {**DEFAULT_WORKER_CONFIG, exactly_once.WORKER_SUPPORT: "enabled"}
-"""A worker with the support enabled, which no worker config can say yet: Kafka's checks for when it can."""
-NOT_YET = "exactly-once source support is not implemented yet in Headwater"
+"""A distributed worker with the support enabled."""
+IGNORED = "takes effect only on a worker with exactly.once.source.support=enabled, and this worker has it disabled"
 
 
 def errors_by_key(infos: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -64,7 +66,7 @@ def test_a_source_connector_cannot_tell_about_exactly_once_and_cannot_define_tra
     connector = MonitorableSourceConnector()
     assert connector.exactly_once_support(SOURCE) is None
     assert connector.can_define_transaction_boundaries(SOURCE) is ConnectorTransactionBoundaries.UNSUPPORTED
-    assert SourceTaskContext.transaction_context is None, "no transactions until Headwater delivers exactly once"
+    assert SourceTaskContext.transaction_context is None, "only a task of connector-defined transactions has one"
 
 
 # ---- the worker key -------------------------------------------------------------------------------------------------
@@ -73,14 +75,24 @@ DISTRIBUTED = {"group.id": "g", "config.storage.topic": "c", "offset.storage.top
 
 
 @pytest.mark.parametrize(("definition", "base"), [(STANDALONE_CONFIG, {}), (DISTRIBUTED_CONFIG, DISTRIBUTED)])
-def test_the_worker_key_defaults_to_disabled_and_takes_nothing_else_yet(definition: Any, base: dict[str, str]) -> None:
+def test_the_worker_key_defaults_to_disabled_and_takes_kafkas_values(definition: Any, base: dict[str, str]) -> None:
     assert definition.parse(base)[exactly_once.WORKER_SUPPORT] == "disabled"
-    assert definition.parse({**base, exactly_once.WORKER_SUPPORT: "DISABLED"})[exactly_once.WORKER_SUPPORT]
-    for value in ("enabled", "preparing"):
-        with pytest.raises(ConfigError, match=f"{exactly_once.WORKER_SUPPORT}.*{NOT_YET}.*distributed workers only"):
-            definition.parse({**base, exactly_once.WORKER_SUPPORT: value})
+    for value in ("DISABLED", "preparing", "enabled"):
+        assert definition.parse({**base, exactly_once.WORKER_SUPPORT: value})[exactly_once.WORKER_SUPPORT] == value
     with pytest.raises(ConfigError, match="String must be one of: disabled, preparing, enabled"):
         definition.parse({**base, exactly_once.WORKER_SUPPORT: "on"})
+
+
+@pytest.mark.parametrize("value", ["enabled", "preparing"])
+def test_only_a_distributed_worker_may_have_the_support(value: str, tmp_path: Any) -> None:
+    config = {exactly_once.WORKER_SUPPORT: value}
+    with pytest.raises(ConfigError, match=r"needs a distributed worker .*Kafka Connect offers it in distributed mode"):
+        Worker(config, MemoryTransport(), MemoryOffsetStore())
+    assert Worker(config, MemoryTransport(), MemoryOffsetStore(), group_id="g").group_id == "g"
+    worker_file = tmp_path / "worker.properties"
+    worker_file.write_text(f"{exactly_once.WORKER_SUPPORT}={value}\noffset.storage.file.filename={tmp_path}/o\n")
+    with pytest.raises(PropertiesError, match=f"worker.properties.*{exactly_once.WORKER_SUPPORT}.*distributed"):
+        StandaloneWorker.from_paths(worker_file, [])
 
 
 # ---- the connector keys ---------------------------------------------------------------------------------------------
@@ -119,24 +131,39 @@ def test_a_bad_value_gets_kafkas_validator_message_only(key: str, value: str, me
     [
         ({"transaction.boundary": "interval"}, "transaction.boundary"),
         ({"transaction.boundary": "connector"}, "transaction.boundary"),
-        ({"transaction.boundary.interval.ms": "100"}, "transaction.boundary.interval.ms"),
-        ({"offsets.storage.topic": "my-offsets"}, "offsets.storage.topic"),
+        ({"transaction.boundary": "interval", "transaction.boundary.interval.ms": "100"}, None),
     ],
 )
-def test_every_value_that_asks_for_exactly_once_is_refused_naming_its_key(props: dict[str, str], key: str) -> None:
-    errors = errors_by_key(validate_connector_config({**SOURCE, **props}))
-    assert list(errors) == [key]
-    assert errors[key][-1].startswith(f"{key}: {NOT_YET}; ")
+def test_a_key_a_worker_without_the_support_would_ignore_is_refused_there(
+    props: dict[str, str], key: str | None
+) -> None:
+    connector = Answering(boundaries=ConnectorTransactionBoundaries.SUPPORTED)
+    found = exactly_once.problems({**SOURCE, **props}, connector, DEFAULT_WORKER_CONFIG, {})
+    for refused in [key] if key else list(props):
+        assert found[refused][-1].startswith(f"{refused} {IGNORED}")
+    assert exactly_once.problems({**SOURCE, **props}, connector, ENABLED, {}) == {}
+    preparing = {**DEFAULT_WORKER_CONFIG, exactly_once.WORKER_SUPPORT: "preparing"}
+    assert exactly_once.problems({**SOURCE, **props}, connector, preparing, {}) == {}
 
 
-def test_required_on_a_worker_without_the_support_gets_kafkas_message_and_the_refusal() -> None:
-    errors = errors_by_key(validate_connector_config({**SOURCE, "exactly.once.support": "required"}))
-    assert errors == {
-        "exactly.once.support": [
-            "This worker does not have exactly-once source support enabled.",
-            f"exactly.once.support: {NOT_YET}; set it to requested or remove it",
+def test_an_interval_without_the_interval_boundary_is_refused() -> None:
+    found = exactly_once.problems({**SOURCE, "transaction.boundary.interval.ms": "100"}, Answering(), ENABLED, {})
+    assert found == {
+        "transaction.boundary.interval.ms": [
+            "transaction.boundary.interval.ms takes effect only with transaction.boundary=interval: set that, or "
+            "remove it"
         ]
     }
+
+
+def test_a_per_connector_offsets_topic_is_refused_until_headwater_keeps_them() -> None:
+    found = exactly_once.problems({**SOURCE, "offsets.storage.topic": "mine"}, Answering(), ENABLED, {})
+    assert found["offsets.storage.topic"][0].startswith("offsets.storage.topic: per-connector offsets topics are not")
+
+
+def test_required_on_a_worker_without_the_support_gets_kafkas_message() -> None:
+    errors = errors_by_key(validate_connector_config({**SOURCE, "exactly.once.support": "required"}))
+    assert errors["exactly.once.support"][0] == "This worker does not have exactly-once source support enabled."
 
 
 @pytest.mark.parametrize(
@@ -152,15 +179,13 @@ def test_required_on_a_worker_with_the_support_asks_the_connector_as_kafka_does(
     connector = Answering(support=answer)
     props = {**SOURCE, "exactly.once.support": "required", "tasks.max": 2}
     found = exactly_once.problems(props, connector, ENABLED, {})
-    assert message in found["exactly.once.support"][0]
-    assert found["exactly.once.support"][1].endswith(f"{NOT_YET}; set it to requested or remove it")
+    assert len(found["exactly.once.support"]) == 1 and message in found["exactly.once.support"][0]
     assert connector.asked == [{**SOURCE, "exactly.once.support": "required", "tasks.max": "2"}], "raw strings"
 
 
-def test_a_connector_that_can_deliver_exactly_once_is_still_refused_until_headwater_can() -> None:
+def test_a_connector_that_can_deliver_exactly_once_is_accepted_where_the_support_is_enabled() -> None:
     props = {**SOURCE, "exactly.once.support": "required"}
-    found = exactly_once.problems(props, Answering(ExactlyOnceSupport.SUPPORTED), ENABLED, {})
-    assert found == {"exactly.once.support": [f"exactly.once.support: {NOT_YET}; set it to requested or remove it"]}
+    assert exactly_once.problems(props, Answering(ExactlyOnceSupport.SUPPORTED), ENABLED, {}) == {}
 
 
 @pytest.mark.parametrize(
@@ -175,7 +200,6 @@ def test_connector_boundaries_are_refused_for_a_connector_that_cannot_define_the
     for worker in (DEFAULT_WORKER_CONFIG, ENABLED):  # Kafka asks whatever the worker's support
         found = exactly_once.problems(props, Answering(boundaries=answer), worker, {})
         assert message in found["transaction.boundary"][0]
-        assert found["transaction.boundary"][1].endswith(f"{NOT_YET}; set it to poll or remove it")
 
 
 def test_a_key_with_a_validator_error_is_not_asked_about_again() -> None:
@@ -214,8 +238,8 @@ def herder() -> Iterator[StandaloneHerder]:
     herder.stop()
 
 
-def test_create_refuses_a_config_asking_for_exactly_once_and_creates_nothing(herder: StandaloneHerder) -> None:
-    with pytest.raises(InvalidConfigError, match=f"transaction.boundary: {NOT_YET}; set it to poll"):
+def test_create_refuses_a_key_this_worker_would_ignore_and_creates_nothing(herder: StandaloneHerder) -> None:
+    with pytest.raises(InvalidConfigError, match=f"transaction.boundary {IGNORED}"):
         herder.put_connector_config("src", {**SOURCE, "transaction.boundary": "interval"})
     assert herder.connectors() == []
     assert herder.put_connector_config("src", {**SOURCE, "exactly.once.support": "requested"})
@@ -230,10 +254,9 @@ def test_over_rest_create_answers_400_naming_the_key_and_validate_reports_it(her
             refused = rest.post("/connectors", json={"name": "src", "config": asked})
             assert refused.status_code == 400
             assert "This worker does not have exactly-once source support enabled." in refused.json()["message"]
-            assert f"exactly.once.support: {NOT_YET}" in refused.json()["message"]
             assert rest.get("/connectors").json() == []
             validated = rest.put("/connector-plugins/monitorable-source/config/validate", json=asked).json()
-            assert validated["error_count"] == 2
+            assert validated["error_count"] == 2, "the worker's support and the connector's answer"
             assert list(errors_by_key(validated)) == ["exactly.once.support"]
     finally:
         server.stop()

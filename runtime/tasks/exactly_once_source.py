@@ -1,0 +1,367 @@
+"""The exactly-once source task loop (Kafka Connect's ``ExactlyOnceWorkerSourceTask``, KIP-618).
+
+The same loop as :class:`~headwater.runtime.tasks.source.WorkerSourceTask`, over a transactional producer whose
+``transactional.id`` is the task's, the same for each of its generations:
+
+- At start, :meth:`~headwater.runtime.transport.base.TransactionalProducer.init_transactions` fences every older
+  producer of the task (a zombie of an earlier generation, or the producer of a worker that died) and aborts the
+  transaction it left open; only then are the offsets topic read (``read_committed``) and the task started, so it
+  resumes from the last committed transaction.
+- A transaction begins with the first batch taken after the last one ended. It holds the batch's records, heartbeat
+  records too, and, written last, the source offsets of the records it holds, to the offsets topic; so records and
+  offsets are stored together or not at all.
+- It commits at the boundary the connector's ``transaction.boundary`` names: after every batch ``poll`` returned
+  (poll), every ``transaction.boundary.interval.ms`` (interval), or when the task asks through its
+  :class:`~headwater.sdk.transactions.TransactionContext` (connector), which may also abort one.
+- A producer that is fenced, or a commit that fails, fails the task: what the transaction held is never shown to a
+  ``read_committed`` consumer, and the next generation resumes from the offsets last committed.
+- A graceful stop commits the open transaction when the last batch was sent whole, and aborts it otherwise; a failed
+  or cancelled task commits nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from time import perf_counter
+from typing import Protocol
+
+from headwater.runtime.config import TaskSettings
+from headwater.runtime.exactly_once import CONNECTOR, INTERVAL_BOUNDARY, POLL, Transactions
+from headwater.runtime.logging_context import for_offsets
+from headwater.runtime.storage.offsets import OffsetStore, PartitionOffset
+from headwater.runtime.tasks.base import State, StateListener, TaskId
+from headwater.runtime.tasks.source import WorkerSourceTask, WorkerSourceTaskContext
+from headwater.runtime.tasks.submitted import PartitionKey, partition_key
+from headwater.runtime.transport.base import ProducerFencedError, TransactionalProducer
+from headwater.sdk.context import Clock
+from headwater.sdk.errors import ConnectError, RetriableError
+from headwater.sdk.records import SourceBatch, SourceOffset, SourceRecord, validate_offset_map
+from headwater.sdk.task import SourceTask
+from headwater.sdk.transactions import TransactionContext
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_TIMEOUT_MS = 60_000
+"""How long ``init_transactions``, ``commit`` and ``abort`` may take, retried while the cluster answers that it is
+busy (the Java producer's ``max.block.ms`` default, which Kafka Connect's transactional calls wait on)."""
+
+
+class TransactionalOffsets(Protocol):
+    """An offset store that can write offsets inside a producer's transaction
+    (:class:`~headwater.runtime.storage.kafka_offsets.KafkaOffsetStore`)."""
+
+    def send_in(self, producer: TransactionalProducer, connector: str, offsets: Sequence[PartitionOffset]) -> None: ...
+
+    def refresh(self) -> None: ...
+
+
+class WorkerTransactionContext(TransactionContext):
+    """What the task asked of its transactions (Kafka Connect's ``WorkerTransactionContext``). A record is matched
+    by identity: the very object ``poll`` returns in a list (records of a :class:`~headwater.sdk.SourceBatch` are
+    made on the fly, so a batch takes batch-level requests only)."""
+
+    def __init__(self) -> None:
+        self.commit_batch = False
+        self.abort_batch = False
+        self.commit_on: set[int] = set()
+        self.abort_on: set[int] = set()
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        if record is None:
+            self.commit_batch = True
+        else:
+            self.commit_on.add(id(record))
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        if record is None:
+            self.abort_batch = True
+        else:
+            self.abort_on.add(id(record))
+
+    def batch_request(self) -> str | None:
+        """``commit``, ``abort`` or ``None``, for the batch just sent; the request is cleared."""
+        commit, abort = self.commit_batch, self.abort_batch
+        self.commit_batch = self.abort_batch = False
+        if commit and abort:
+            raise ConnectError("the task asked both to commit and to abort the same transaction")
+        return "commit" if commit else "abort" if abort else None
+
+    def record_request(self, record: SourceRecord) -> str | None:
+        """``commit``, ``abort`` or ``None``: what the task asked to happen right after ``record``."""
+        key = id(record)
+        commit, abort = key in self.commit_on, key in self.abort_on
+        if not (commit or abort):
+            return None
+        self.commit_on.discard(key)
+        self.abort_on.discard(key)
+        if commit and abort:
+            raise ConnectError(f"the task asked both to commit and to abort the transaction of record {record!r}")
+        return "commit" if commit else "abort"
+
+
+class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
+    producer: TransactionalProducer
+
+    def __init__(
+        self,
+        id: TaskId,
+        task: SourceTask,
+        config: Mapping[str, str],
+        settings: TaskSettings,
+        producer: TransactionalProducer,
+        offset_store: OffsetStore,
+        transactions: Transactions,
+        clock: Clock | None = None,
+        listener: StateListener | None = None,
+        plugins: list[object] | None = None,
+    ) -> None:
+        super().__init__(id, task, config, settings, producer, offset_store, clock, listener, plugins)
+        if not hasattr(offset_store, "send_in"):
+            raise ConnectError(f"task {id}: exactly-once delivery needs an offsets topic; {offset_store!r} is not one")
+        self.offsets: TransactionalOffsets = offset_store  # type: ignore[assignment]
+        self.transactions = transactions
+        self.context_transactions = WorkerTransactionContext() if transactions.boundary == CONNECTOR else None
+        self._open = False
+        self._before: dict[PartitionKey, SourceOffset | None] = {}
+        """The newest submitted offset per source partition when the open transaction began."""
+        self._after: list[tuple[Sequence[SourceRecord], str | None]] = []
+        """With connector-defined boundaries: the rest of the polled batch, in parts, each with what to do once it
+        is sent (commit, abort or nothing)."""
+        self._then: str | None = None
+        """What to do once the part being sent is sent."""
+        self.aborts = 0
+        self.transaction_sizes: list[int] = []
+        """Records per committed transaction (the last 1000)."""
+        self._size = 0
+        self._heartbeats_alone = False
+
+    # ---- start ---------------------------------------------------------------------------------------------------
+
+    def initialize(self) -> None:
+        """Fence the task's older producers first, then read the offsets they committed."""
+        self._retrying(lambda: self.producer.init_transactions(TRANSACTION_TIMEOUT_MS), "initialise transactions")
+        self.offsets.refresh()
+        super().initialize()
+
+    def _context(self) -> WorkerSourceTaskContext:
+        context = super()._context()
+        context.transaction_context = self.context_transactions
+        return context
+
+    @property
+    def commit_interval_ms(self) -> int:
+        if self.transactions.boundary == INTERVAL_BOUNDARY:
+            return self.transactions.interval_ms
+        return self.settings.flush_interval_ms
+
+    # ---- the loop's points -----------------------------------------------------------------------------------
+
+    def iteration(self) -> bool:
+        try:
+            return super().iteration()
+        except ProducerFencedError as error:
+            raise self._fenced(error) from None
+
+    def _take(self, records: Sequence[SourceRecord]) -> None:
+        if self.context_transactions is not None:
+            if self._heartbeats_alone:  # heartbeats while no transaction is open commit on their own
+                self._then, self._after = "commit", []
+            elif not isinstance(records, SourceBatch):
+                (records, self._then), *self._after = self._split(records)
+        self._heartbeats_alone = False
+        self._take_in_transaction(records)
+
+    def _take_in_transaction(self, records: Sequence[SourceRecord]) -> None:
+        if not self._open:
+            try:
+                self.producer.begin()
+            except ProducerFencedError as error:
+                raise self._fenced(error) from None
+            self._open = True
+            self._before = dict(self.submitted.latest)
+            self._size = 0
+        self._size += len(records)
+        super()._take(records)
+
+    def _heartbeat_records(self) -> list[SourceRecord]:
+        found = super()._heartbeat_records()
+        self._heartbeats_alone = bool(found) and not self._open
+        return found
+
+    def _split(self, records: Sequence[SourceRecord]) -> list[tuple[Sequence[SourceRecord], str | None]]:
+        """The batch in parts, each ending right after a record the task asked to commit or abort on."""
+        context = self.context_transactions
+        assert context is not None
+        parts: list[tuple[Sequence[SourceRecord], str | None]] = []
+        start = 0
+        for index, record in enumerate(records):
+            request = context.record_request(record)
+            if request is not None:
+                parts.append((records[start : index + 1], request))
+                start = index + 1
+        if start < len(records) or not parts:
+            parts.append((records[start:], None))
+        return parts
+
+    def _batch_sent(self) -> None:
+        boundary = self.transactions.boundary
+        if boundary == POLL:
+            self._commit_transaction()
+            return
+        if boundary != CONNECTOR:
+            return
+        context = self.context_transactions
+        assert context is not None
+        then, self._then = self._then, None
+        if not self._after:
+            batch = context.batch_request()
+            if then is not None and batch is not None and batch != then:
+                raise ConnectError(f"the task asked to {then} and to {batch} the same transaction")
+            then = then or batch
+        if then == "commit":
+            self._commit_transaction()
+        elif then == "abort":
+            self._abort_transaction()
+        if self._after:
+            records, self._then = self._after.pop(0)
+            self._take_in_transaction(records)
+
+    def commit_offsets(self) -> bool:
+        """With the interval boundary, commit the open transaction when no batch is half sent; otherwise the
+        transactions commit at their own boundaries."""
+        if self.transactions.boundary == INTERVAL_BOUNDARY and self._open and self._to_send is None:
+            self._commit_transaction()
+        return True
+
+    # ---- transactions ----------------------------------------------------------------------------------------
+
+    def _transaction_offsets(self) -> list[PartitionOffset]:
+        """The source offsets the open transaction moved: the newest of each partition it holds records of."""
+        before = self._before
+        found: list[PartitionOffset] = []
+        for key, offset in self.submitted.latest.items():
+            if key not in before or before[key] != offset:
+                partition = self.submitted.partition(key)
+                validate_offset_map("partition", partition)
+                validate_offset_map("offset", offset)
+                found.append((partition, offset))
+        return found
+
+    def _commit_transaction(self) -> None:
+        """Write the transaction's offsets into it and commit it; a failure fails the task."""
+        with for_offsets(self.id.connector, self.id.task):
+            self._commit_in_context()
+
+    def _commit_in_context(self) -> None:
+        if not self._open:
+            return
+        try:
+            offsets = self._transaction_offsets()
+        except TypeError as error:
+            raise ConnectError(f"task {self.id}: cannot commit offsets: {error}") from None
+        began = perf_counter()
+        try:
+            if offsets:
+                self.offsets.send_in(self.producer, self.settings.connector, offsets)
+            remaining = self.producer.flush(TRANSACTION_TIMEOUT_MS)  # delivery reports first: a failed send fails
+            if self.acks.error is not None:
+                raise self.acks.error
+            if remaining:
+                raise ConnectError(f"{remaining} records of the transaction still unacknowledged")
+            self._retrying(lambda: self.producer.commit(TRANSACTION_TIMEOUT_MS), "commit the transaction")
+        except ProducerFencedError as error:
+            self._open = False
+            self.commit_failures += 1
+            raise self._fenced(error) from None
+        except Exception as error:
+            self.commit_failures += 1
+            self._abort_after_failure()
+            raise ConnectError(f"task {self.id}: cannot commit its transaction, which is aborted: {error}") from error
+        finally:
+            ended = perf_counter()
+            self.commit_times.observe(ended - began, ended)
+        self._open = False
+        self.commits += 1
+        self._record_size()
+        self.submitted.committable()  # every record is acknowledged: forget them
+        now = self.clock.now_ms()
+        known = self.partition_offsets
+        for partition, offset in offsets:
+            known[partition_key(partition)] = (partition, offset, now)
+        try:
+            self.hooks.offsets_committed(task=self.task, offsets=offsets)
+        except Exception:
+            log.exception("offsets_committed hook failed")
+
+    def _fenced(self, error: ProducerFencedError) -> ConnectError:
+        """The failure of a task whose producer a newer one fenced."""
+        self._open = False
+        return ConnectError(
+            f"task {self.id} was fenced off: a newer generation of it, or of its connector's tasks, runs with "
+            f"transactional id {self.transactions.transactional_id!r}; what it sent since its last commit is "
+            f"aborted ({error})"
+        )
+
+    def _record_size(self) -> None:
+        self.transaction_sizes.append(self._size)
+        if len(self.transaction_sizes) > 1000:
+            del self.transaction_sizes[:500]
+
+    def _abort_transaction(self) -> None:
+        """The task asked to abort: its records since the last commit are never shown, their offsets not stored."""
+        if not self._open:
+            return
+        try:
+            self.producer.flush(TRANSACTION_TIMEOUT_MS)
+            self._retrying(lambda: self.producer.abort(TRANSACTION_TIMEOUT_MS), "abort the transaction")
+        except ProducerFencedError as error:
+            raise ConnectError(f"task {self.id} was fenced off while aborting its transaction: {error}") from None
+        finally:
+            self._open = False
+        self.aborts += 1
+        self.acks.error = None
+        self.submitted.committable()
+
+    def _abort_after_failure(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        try:
+            self.producer.abort(TRANSACTION_TIMEOUT_MS)
+        except Exception as error:  # the producer is closed next: the broker aborts it on its own
+            log.warning("task %s: cannot abort its transaction: %s", self.id, error)
+
+    def _retrying(self, call: Callable[[], None], what: str) -> None:
+        """Call until it does not raise :class:`RetriableError`, up to :data:`TRANSACTION_TIMEOUT_MS`."""
+        deadline = time.monotonic() + TRANSACTION_TIMEOUT_MS / 1000
+        while True:
+            try:
+                call()
+                return
+            except RetriableError as error:
+                if time.monotonic() >= deadline:
+                    raise ConnectError(f"task {self.id}: cannot {what}: {error}") from error
+                log.warning("task %s: cannot %s yet, trying again: %s", self.id, what, error)
+
+    # ---- stop ------------------------------------------------------------------------------------------------
+
+    def before_stop(self) -> None:
+        if self._cancelled:
+            log.warning("the task was cancelled: its open transaction is left for the next generation to abort")
+            return
+        if self.state is State.FAILED:
+            self._abort_after_failure()
+            return
+        if self._to_send is not None or self._after:
+            log.info("task %s stops in the middle of a batch: aborting the open transaction", self.id)
+            self._abort_after_failure()
+            return
+        self._commit_transaction()
+
+    def __repr__(self) -> str:
+        return (
+            f"ExactlyOnceWorkerSourceTask({self.id}, state={self.state.value}, boundary={self.transactions.boundary}, "
+            f"sent={self.records_sent}, commits={self.commits}, aborts={self.aborts}, open={self._open})"
+        )

@@ -1,0 +1,135 @@
+"""Exactly-once sources (KIP-618) on the simulated cluster: distributed workers over the in-memory broker, whose
+transactions abort on a crash and fence older producers, on the virtual clock. A crashed worker's tasks resume on
+the others from their last committed transaction, so what ``read_committed`` readers see holds every record exactly
+once; the same crash without the support shows the duplicates it leaves. A task of an older generation kept alive
+after its connector's tasks were reconfigured cannot commit."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from headwater.harness import SimulatedCluster
+from headwater.runtime.tasks.base import State, TaskId
+from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
+from headwater.runtime.tasks.source import WorkerSourceTask
+
+SOURCE = "support.counting_source:CountingSourceConnector"
+ENABLED = {"exactly.once.source.support": "enabled", "offset.flush.interval.ms": "100"}
+DISABLED = {"exactly.once.source.support": "disabled", "offset.flush.interval.ms": "100"}
+
+
+def create(cluster: SimulatedCluster, name: str, tasks: int, **extra: Any) -> None:
+    config = {"connector.class": SOURCE, "tasks.max": str(tasks), "topic": f"out-{name}", **extra}
+    cluster.live[0].herder.put_connector_config(name, config)
+
+
+def running(cluster: SimulatedCluster, name: str, tasks: int) -> bool:
+    return cluster.running([name]) == [TaskId(name, task) for task in range(tasks)]
+
+
+def counts(cluster: SimulatedCluster, topic: str, committed_only: bool = True) -> dict[int, Counter[int]]:
+    """Task -> how many times each sequence number is in ``topic``, as a read_committed reader sees it."""
+    found: dict[int, Counter[int]] = {}
+    for message in cluster.broker.messages(topic, committed_only=committed_only):
+        value = json.loads(message.value or b"null")
+        found.setdefault(value["task"], Counter())[value["seq"]] += 1
+    return found
+
+
+def crash_mid_stream(config: dict[str, str]) -> dict[int, Counter[int]]:
+    """Three workers run 6 tasks; one crashes between two commits; the others take its tasks over."""
+    cluster = SimulatedCluster(3, config, session_timeout_ms=3_000)
+    create(cluster, "seq", 6)
+    cluster.run_until(lambda: running(cluster, "seq", 6), what="6 tasks running")
+    cluster.advance(1_050)  # mid-way between two offset commits of the at-least-once tasks
+    cluster.crash(cluster.workers[1])
+    cluster.run_until(lambda: running(cluster, "seq", 6), what="the crashed worker's tasks taken over")
+    cluster.advance(1_000)
+    for worker in cluster.live:
+        worker.herder.stop()
+    return counts(cluster, "out-seq")
+
+
+def test_a_crash_leaves_every_record_exactly_once_with_the_support_and_duplicates_without() -> None:
+    exact = crash_mid_stream(ENABLED)
+    assert sorted(exact) == list(range(6))
+    for task, seqs in exact.items():
+        assert set(seqs) == set(range(max(seqs) + 1)), f"task {task} lost records"
+        assert max(seqs.values()) == 1, f"task {task} wrote records twice: {[s for s, n in seqs.items() if n > 1]}"
+
+    at_least_once = crash_mid_stream(DISABLED)
+    duplicates = sum(n - 1 for seqs in at_least_once.values() for n in seqs.values())
+    assert duplicates > 0, "without the support the crashed worker's uncommitted records are written again"
+
+
+def test_every_source_task_runs_in_transactions_with_the_support_and_only_then() -> None:
+    for config, kind in ((ENABLED, ExactlyOnceWorkerSourceTask), (DISABLED, WorkerSourceTask)):
+        cluster = SimulatedCluster(1, config)
+        create(cluster, "seq", 2)
+        cluster.run_until(lambda c=cluster: running(c, "seq", 2), what="2 tasks running")  # type: ignore[misc]
+        assert {type(task) for task in cluster.live[0].worker.tasks.values()} == {kind}
+
+
+def test_records_of_an_open_transaction_are_hidden_until_it_commits() -> None:
+    cluster = SimulatedCluster(1, {**ENABLED, "offset.flush.interval.ms": "60000"})
+    create(cluster, "seq", 1, **{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "500"})
+    cluster.run_until(lambda: running(cluster, "seq", 1), what="the task running")
+    task = cluster.live[0].worker.tasks[TaskId("seq", 0)]
+    assert isinstance(task, ExactlyOnceWorkerSourceTask)
+    cluster.run_until(lambda: task.records_sent > 0, what="records sent")
+    assert task.commits == 0
+    assert counts(cluster, "out-seq") == {}, "nothing committed yet"
+    assert counts(cluster, "out-seq", committed_only=False) != {}
+    cluster.run_until(lambda: task.commits == 1, what="the first interval's commit")
+    committed = counts(cluster, "out-seq")[0]
+    assert sum(committed.values()) == task.transaction_sizes[0] > 3
+
+
+def test_a_zombie_of_an_older_task_generation_cannot_commit() -> None:
+    """The connector goes from 3 tasks to 2, committing every 5 s. Task 2 of the old generation has records in its
+    open transaction, and is kept alive on its worker as if its slot had not been revoked: the connector's owner
+    fences it before the new tasks start, so its commit fails, it is FAILED, and its records are never read."""
+    cluster = SimulatedCluster(1, ENABLED)
+    worker = cluster.live[0]
+    create(cluster, "seq", 3, **{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "5000"})
+    cluster.run_until(lambda: running(cluster, "seq", 3), what="3 tasks running")
+    zombie = worker.worker.tasks[TaskId("seq", 2)]
+    assert isinstance(zombie, ExactlyOnceWorkerSourceTask)
+    cluster.run_until(lambda: zombie.records_sent > 0, what="the zombie-to-be sending in its first transaction")
+    old = dict(worker.worker.tasks)
+    worker.worker.tasks.pop(TaskId("seq", 2))  # the worker forgets it: it is not stopped when its slot goes
+    assert worker.config_store.fenced_task_count("seq") == 3
+
+    worker.herder.patch_connector_config("seq", {"tasks.max": "2"})
+    cluster.run_until(
+        lambda: running(cluster, "seq", 2) and all(task is not old[id] for id, task in worker.worker.tasks.items()),
+        what="2 tasks of the new generation",
+    )
+    assert worker.config_store.fenced_task_count("seq") == 2
+    assert zombie.commits == 0 and zombie.state is State.RUNNING
+    cluster.advance(5_000)
+    zombie.step()  # its interval is over: it commits
+    assert zombie.state is State.FAILED
+    assert "was fenced off" in str(zombie.failure)
+    assert zombie.commits == 0
+    assert counts(cluster, "out-seq", committed_only=False)[2], "it had sent records"
+    assert 2 not in counts(cluster, "out-seq"), "none of them is ever read"
+
+
+@pytest.mark.parametrize("boundary", ["poll", "interval"])
+def test_offsets_are_committed_with_the_records_of_their_transaction(boundary: str) -> None:
+    cluster = SimulatedCluster(1, ENABLED)
+    create(cluster, "seq", 1, **{"transaction.boundary": boundary})
+    cluster.run_until(lambda: running(cluster, "seq", 1), what="the task running")
+    cluster.advance(1_000)
+    worker = cluster.live[0]
+    worker.herder.stop()
+    worker.offset_store.refresh()
+    committed = worker.offset_store.get("seq", [{"connector": "seq", "task": 0}])[0][1]
+    seqs = counts(cluster, "out-seq")[0]
+    assert committed == {"seq": max(seqs)}
+    assert max(seqs.values()) == 1
