@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +103,10 @@ class Worker:
         self.threaded = threaded
         self.plugins = plugins
         self.listener = listener
+        self.starting: Callable[[str, int | None], object] | None = None
+        """Told, on the caller's thread, that a run of a connector (task ``None``) or task begins, before the run
+        reports any state: the herder gives each run its status generation
+        (:class:`~headwater.runtime.herder.generations.Generations`)."""
         self.worker_id = worker_id
         self.connectors: dict[str, WorkerConnector] = {}
         self.tasks: dict[TaskId, WorkerTask] = {}
@@ -160,6 +164,8 @@ class Worker:
         resolved, or a resolved value that is not valid, leaves the connector FAILED, its trace naming the key and
         the reference (not the value)."""
         listener = self.listener if report else None
+        if report and self.starting is not None:
+            self.starting(name, None)
         found: dict[str, str] = {}
         try:
             resolved = self.config_transformer.transform({**props, "name": name})
@@ -324,6 +330,8 @@ class Worker:
         worker runs tasks of connectors other workers run), ``connector_config`` says what it is. The task gets
         ``task_config`` with its ``${provider:path:key}`` references resolved."""
         self.startups.task_attempts += 1
+        if self.starting is not None:
+            self.starting(id.connector, id.task)
         try:
             with for_task(id.connector, id.task):  # the task's class and clients are made in its context
                 worker_task = self._create_task(id, task_config, connector_config)

@@ -1,14 +1,16 @@
 """What one distributed worker runs: the connector of each connector slot and the task of each task slot its groups
 gave it, kept in step with the config topic.
 
-A connector starts when its slot is assigned; its worker asks it for task configs and writes them to the config
-topic when they differ from the committed ones (at start, when its config changes, when it asks for a
-reconfiguration). A task starts when its slot is assigned, after the offsets topic is read to its end (so it resumes
-from its previous owner's last commit, which came before that owner gave the slot up). Revoked or lost slots stop
-what runs on them, with ``connector_deleted=True`` exactly when the connector is gone from the config store (the
-connector's own slot delivers it whatever the connector's state: a STOPPED one's instance is started from its
-last config to be told); the worker then resets a deleted connector's active topics and forgets its
-statuses. Target states (PAUSED, STOPPED) and restart requests apply to whatever of the connector runs here.
+A connector starts when its slot is assigned, after the status topic is read to its end (so that its run's status
+generation, :class:`~headwater.runtime.herder.generations.Generations`, is newer than any earlier run's); its worker
+asks it for task configs and writes them to the config topic when they differ from the committed ones (at start,
+when its config changes, when it asks for a reconfiguration). A task starts when its slot is assigned, after the
+offsets and status topics are read to their end (so it resumes from its previous owner's last commit, which came
+before that owner gave the slot up, and its run's status generation is newer than its previous owner's). Revoked or
+lost slots stop what runs on them, with ``connector_deleted=True`` exactly when the connector is gone from the
+config store (the connector's own slot delivers it whatever the connector's state: a STOPPED one's instance is
+started from its last config to be told); the worker then resets a deleted connector's active topics and forgets
+its statuses. Target states (PAUSED, STOPPED) and restart requests apply to whatever of the connector runs here.
 
 Everything here runs on the herder's thread: in its loop and inside the groups' rebalance callbacks.
 """
@@ -27,7 +29,7 @@ from headwater.runtime.herder.lifecycle import forget_deleted, generate_task_con
 from headwater.runtime.herder.restarts import RestartRequest, build_restart_plan
 from headwater.runtime.storage.configs import TargetState
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
-from headwater.runtime.storage.status import StatusStore
+from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConnectError
@@ -45,7 +47,7 @@ class Member:
         self,
         worker: Worker,
         configs: ClusterConfigStore,
-        statuses: StatusStore,
+        statuses: KafkaStatusStore,
         offsets: KafkaOffsetStore,
         active_topics: ActiveTopics,
         report: Report,
@@ -68,6 +70,7 @@ class Member:
 
     def connectors_assigned(self, slots: list[Slot]) -> None:
         self._read_configs()
+        self._read_statuses()
         for slot in slots:
             self.connector_slots[slot.topic] = None
             name = self.plan.connectors.get(slot.topic)
@@ -206,6 +209,14 @@ class Member:
         except ConnectError as error:
             log.error("cannot read the config topic to its end; starting from what was read: %s", error)
 
+    def _read_statuses(self) -> None:
+        """Read the status topic to its end before starting what was just assigned, so that each run's status
+        generation is one more than that of the status its previous owner wrote last."""
+        try:
+            self.statuses.refresh()
+        except ConnectError as error:
+            log.error("cannot read the status topic to its end; starting from what was read: %s", error)
+
     # ---- tasks -----------------------------------------------------------------------------------------------
 
     def _start_tasks(self, slots: list[Slot]) -> None:
@@ -213,6 +224,7 @@ class Member:
         if not known:
             return
         self._read_configs()
+        self._read_statuses()
         if not self.worker.exactly_once:  # a transactional task reads them once it has fenced its predecessor
             try:
                 self.offsets.refresh()

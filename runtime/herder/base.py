@@ -25,6 +25,7 @@ from headwater.runtime.active_topics import ActiveTopics
 from headwater.runtime.connector_names import check_connector_name
 from headwater.runtime.connector_offsets import ConnectorOffsets, Offset
 from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFoundError
+from headwater.runtime.herder.generations import Generations
 from headwater.runtime.herder.health import Health
 from headwater.runtime.herder.lifecycle import put_status
 from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
@@ -90,6 +91,8 @@ class Herder(abc.ABC):
         self.loggers = Loggers(worker.clock)
         """This process's loggers, their levels and when this worker changed them (``/admin/loggers``, KIP-495)."""
         self.status_store = status_store
+        self.generations = Generations(status_store)
+        """The generation of each run of a connector or task on this worker, which its statuses carry."""
         self.active_topics = ActiveTopics(status_store, worker.clock, bool(worker.config["topic.tracking.enable"]))
         self.offsets = ConnectorOffsets(offset_store, worker.transport)
         self._checked: dict[str, Mapping[str, Any]] = {}
@@ -102,6 +105,7 @@ class Herder(abc.ABC):
                 previous(connector, task, state, trace)
 
         worker.listener = record
+        worker.starting = self.generations.begin
         watch(worker)
 
     @property
@@ -303,12 +307,14 @@ class Herder(abc.ABC):
         warn_short_secrets(f"connector {name}", running.config, password_keys(running.config, stored=True))
 
     def _put_status(self, connector: str, task: int | None, state: str, trace: str | None) -> None:
-        """Write a status record, unless the connector is gone (deleted)."""
+        """Write a status record of the connector's or task's current (or last) run here, in that run's generation,
+        unless the connector is gone (deleted)."""
         target = self._stored_target_state(connector)
         if target is not None and trace:
             trace = scrub(trace, self._secret_values(connector))
         if target is not None:
-            put_status(self.status_store, self.worker.worker_id, target, connector, task, state, trace)
+            generation = self.generations.of(connector, task)
+            put_status(self.status_store, self.worker.worker_id, generation, target, connector, task, state, trace)
 
     def _secret_values(self, name: str) -> set[str]:
         """The secret values of the connector's stored config and task configs, to hide in its traces."""

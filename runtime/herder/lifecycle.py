@@ -62,20 +62,25 @@ def forget_deleted(name: str, active_topics: ActiveTopics, statuses: StatusStore
 def put_status(
     store: StatusStore,
     worker_id: str,
+    generation: int,
     target_state: str | None,
     connector: str,
     task: int | None,
     state: str,
     trace: str | None,
 ) -> None:
-    """Write a status record (a failure is logged); a stopped task is UNASSIGNED, and so is a connector stopped for
-    any other reason than its STOPPED ``target_state`` (Kafka Connect's shutdown status)."""
+    """Write a status record of the run of ``generation`` (a failure is logged); a stopped task is UNASSIGNED, and
+    so is a connector stopped for any other reason than its STOPPED ``target_state`` (Kafka Connect's shutdown
+    status). Failure and shutdown reports (FAILED, UNASSIGNED) are written as Kafka Connect's
+    ``AbstractHerder.onFailure`` and ``onShutdown`` write them, with ``putSafe``: not over another worker's status
+    of a newer generation."""
     if state == "STOPPED" and (task is not None or target_state != TargetState.STOPPED):
         state = "UNASSIGNED"
+    safe = state in ("FAILED", "UNASSIGNED")
     try:
         if task is None:
-            store.put_connector(connector, state, trace, worker_id, 0)
+            store.put_connector(connector, state, trace, worker_id, generation, safe=safe)
         else:
-            store.put_task(connector, task, state, trace, worker_id, 0)
+            store.put_task(connector, task, state, trace, worker_id, generation, safe=safe)
     except (ConnectError, ValueError) as error:
         log.error("cannot record the %s status of %s: %s", state, connector if task is None else task, error)

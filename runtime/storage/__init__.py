@@ -13,7 +13,15 @@ from headwater.runtime.storage.offsets import (
     offset_value,
     parse_offset_key,
 )
-from headwater.runtime.storage.status import STATES, MemoryStatusStore, Status, StatusStore, StatusView, TopicStatus
+from headwater.runtime.storage.status import (
+    STATES,
+    MemoryStatusStore,
+    Status,
+    StatusStore,
+    StatusView,
+    TopicStatus,
+    may_replace,
+)
 
 __all__ = [
     "STATES",
@@ -34,6 +42,7 @@ __all__ = [
     "StatusView",
     "TargetState",
     "TopicStatus",
+    "may_replace",
     "offset_key",
     "offset_value",
     "parse_offset_key",

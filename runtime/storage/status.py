@@ -15,17 +15,28 @@ connector names may contain ``-``; topic keys at their first ``:``, which topic 
 
 :class:`StatusView` reads such records as Connect does, skipping malformed ones. :class:`MemoryStatusStore`
 applies what it writes at once, the Kafka store writes to the topic and reads it back, so both behave the same.
-Unlike Connect, a read does not drop an ``UNASSIGNED`` status of an older generation than the ``RUNNING`` it
-would replace: the last record wins.
+
+Each status carries the generation of the run (of a connector or a task, on one worker) that wrote it, and a newer
+run has a newer generation (:class:`~headwater.runtime.herder.generations.Generations`). One rule,
+:func:`may_replace`, keeps an older run's late record from hiding a newer run's status: a status replaces the
+current one unless the current one is another worker's of a newer generation. Writers apply it to failure and
+shutdown reports (``safe=True``), as Kafka Connect's ``KafkaStatusBackingStore.putSafe`` does
+(``CacheEntry.canWriteSafely``), but can only check what they have read. Readers apply it to every connector and
+task record, so a late record that raced past a writer's check, or any write of a zombie worker's older run, is
+skipped; Connect's reader (``KafkaStatusBackingStore.readTaskStatus``) skips only a task's ``UNASSIGNED`` over a
+``RUNNING`` of the same or a newer generation, from any worker. A tombstone (a deletion) always applies.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeGuard, TypeVar
 
 from headwater.runtime.storage.wire import json_bytes, strict_loads
+
+log = logging.getLogger(__name__)
 
 Record = tuple[bytes, bytes | None]
 """A status-topic record: UTF-8 key, JSON value or ``None`` (a tombstone)."""
@@ -64,13 +75,26 @@ class StatusStore(Protocol):
     def stop(self) -> None:
         """Release resources; called once, last."""
 
-    def put_connector(self, name: str, state: str, trace: str | None, worker_id: str, generation: int) -> None:
-        """Record the connector's state, one of :data:`STATES`; ``trace`` is the failure's stack trace."""
+    def put_connector(
+        self, name: str, state: str, trace: str | None, worker_id: str, generation: int, *, safe: bool = False
+    ) -> None:
+        """Record the connector's state, one of :data:`STATES`, as reported by the run of ``generation`` on
+        ``worker_id``; ``trace`` is the failure's stack trace. ``safe`` (Kafka Connect's ``putSafe``, for failure
+        and shutdown reports): write nothing when the current status is another worker's of a newer generation
+        (:func:`may_replace`)."""
 
     def put_task(
-        self, connector: str, task: int, state: str, trace: str | None, worker_id: str, generation: int
+        self,
+        connector: str,
+        task: int,
+        state: str,
+        trace: str | None,
+        worker_id: str,
+        generation: int,
+        *,
+        safe: bool = False,
     ) -> None:
-        """Record the task's state, one of :data:`STATES` but STOPPED."""
+        """Record the task's state, one of :data:`STATES` but STOPPED; the rest as :meth:`put_connector`."""
 
     def connector(self, name: str) -> Status | None:
         """The connector's last recorded status, ``None`` when there is none."""
@@ -126,9 +150,16 @@ def topic_status_record(connector: str, topic: str, status: TopicStatus | None) 
     return key, json_bytes({"topic": value})
 
 
+def may_replace(current: Status | None, status: Status) -> bool:
+    """Whether ``status`` may replace ``current``: there is none, or both come from one worker, or ``current``'s
+    generation is not newer (Kafka Connect's ``CacheEntry.canWriteSafely``)."""
+    return current is None or current.worker_id == status.worker_id or current.generation <= status.generation
+
+
 class StatusView:
-    """The statuses that a sequence of status-topic records describe, the last record of each key winning.
-    Not thread-safe; the stores lock around it."""
+    """The statuses that a sequence of status-topic records describe: the last record of each key wins, but a
+    status does not replace another worker's of a newer generation (:func:`may_replace`). Not thread-safe; the
+    stores lock around it."""
 
     def __init__(self) -> None:
         self.connectors: dict[str, Status] = {}
@@ -145,11 +176,11 @@ class StatusView:
         if data is not None and not isinstance(data, dict):
             return
         if text.startswith("status-connector-"):
-            _update(self.connectors, text.removeprefix("status-connector-"), data, _status)
+            _update(self.connectors, text.removeprefix("status-connector-"), data, _status, may_replace)
         elif text.startswith("status-task-"):
             connector, _, task = text.removeprefix("status-task-").rpartition("-")
             if connector and task.isdecimal() and task.isascii():
-                _update(self.tasks.setdefault(connector, {}), int(task), data, _status)
+                _update(self.tasks.setdefault(connector, {}), int(task), data, _status, may_replace)
                 if not self.tasks[connector]:
                     del self.tasks[connector]
         elif text.startswith("status-topic-"):
@@ -171,12 +202,17 @@ class StatusView:
 
 
 def _update(
-    entries: dict[_K, _V], key: _K, data: dict[str, Any] | None, parse: Callable[[dict[str, Any]], _V | None]
+    entries: dict[_K, _V],
+    key: _K,
+    data: dict[str, Any] | None,
+    parse: Callable[[dict[str, Any]], _V | None],
+    accept: Callable[[_V | None, _V], bool] | None = None,
 ) -> None:
-    """Delete the entry for a tombstone, replace it for a well-formed value, skip a malformed one."""
+    """Delete the entry for a tombstone, replace it for a well-formed value that ``accept`` lets replace the current
+    one, skip a malformed one."""
     if data is None:
         entries.pop(key, None)
-    elif (parsed := parse(data)) is not None:
+    elif (parsed := parse(data)) is not None and (accept is None or accept(entries.get(key), parsed)):
         entries[key] = parsed
 
 
@@ -223,14 +259,49 @@ class _RecordStatusStore:
     def stop(self) -> None:
         pass
 
-    def put_connector(self, name: str, state: str, trace: str | None, worker_id: str, generation: int) -> None:
-        self._write([connector_status_record(name, Status(state, trace, worker_id, generation))])
+    def put_connector(
+        self, name: str, state: str, trace: str | None, worker_id: str, generation: int, *, safe: bool = False
+    ) -> None:
+        status = Status(state, trace, worker_id, generation)
+        record = connector_status_record(name, status)
+        if not safe or self._safe_to_write(self.connector(name), status, f"connector {name}"):
+            self._write([record])
 
     def put_task(
-        self, connector: str, task: int, state: str, trace: str | None, worker_id: str, generation: int
+        self,
+        connector: str,
+        task: int,
+        state: str,
+        trace: str | None,
+        worker_id: str,
+        generation: int,
+        *,
+        safe: bool = False,
     ) -> None:
         _check_task(task)
-        self._write([task_status_record(connector, task, Status(state, trace, worker_id, generation))])
+        status = Status(state, trace, worker_id, generation)
+        record = task_status_record(connector, task, status)
+        if not safe or self._safe_to_write(self.task(connector, task), status, f"task {connector}-{task}"):
+            self._write([record])
+
+    @staticmethod
+    def _safe_to_write(current: Status | None, status: Status, what: str) -> bool:
+        """Kafka Connect's ``putSafe`` check, on what this store has read so far (a newer status it has not read
+        yet is left to the readers' own check)."""
+        if current is None or may_replace(current, status):
+            return True
+        log.debug(
+            "not recording the %s status of %s from %s (generation %d): the current %s status is from %s, "
+            "generation %d",
+            status.state,
+            what,
+            status.worker_id,
+            status.generation,
+            current.state,
+            current.worker_id,
+            current.generation,
+        )
+        return False
 
     def put_topic(self, connector: str, topic: str, task: int, timestamp: int) -> None:
         _check_task(task)

@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
+
 from headwater.harness import SimulatedCluster
-from headwater.harness.simulated_cluster import OFFSETS_TOPIC, ClusterWorker
+from headwater.harness.simulated_cluster import OFFSETS_TOPIC, STATUS_TOPIC, ClusterWorker
+from headwater.runtime.storage import KafkaStatusStore, Status
 from headwater.runtime.storage.offsets import parse_offset_key
-from headwater.runtime.tasks.base import TaskId
+from headwater.runtime.tasks.base import State, TaskId
+from headwater.runtime.transport.memory import MemoryTransport
 
 SOURCE = "support.counting_source:CountingSourceConnector"
 CONNECTORS = ("a", "b")
@@ -165,3 +169,83 @@ def test_a_connector_created_paused_or_paused_from_stopped_has_no_task_until_res
     second.herder.resume_connector("a")
     first.herder.resume_connector("b")
     cluster.run_until(lambda: len(cluster.running()) == 4, what="two tasks of each once resumed")
+
+
+def status_records(cluster: SimulatedCluster, id: TaskId) -> list[tuple[str, str, int]]:
+    """(state, worker, generation) of every record in the status topic for the task, in order."""
+    key = f"status-task-{id}".encode()
+    values = [json.loads(m.value) for m in cluster.broker.messages(STATUS_TOPIC) if m.key == key and m.value]
+    return [(value["state"], value["worker_id"], value["generation"]) for value in values]
+
+
+def fail_late(worker: ClusterWorker, id: TaskId, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task still running on ``worker`` fails: its ``poll`` raises at its next pass."""
+
+    def boom() -> None:
+        raise RuntimeError(f"{id} fails on {worker.name}, which no longer owns it")
+
+    task = worker.worker.tasks[id]
+    monkeypatch.setattr(task.task, "poll", boom)
+    task.step()
+    assert task.state is State.FAILED
+
+
+def test_a_zombie_worker_s_late_failures_leave_the_tasks_running_where_they_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that lost its slots but still runs its tasks: a FAILED it writes before it read the newer runs'
+    RUNNING (its own check cannot see them) is skipped by every reader; once it has read them it writes none."""
+    cluster = SimulatedCluster(2, session_timeout_ms=3_000)
+    create(cluster)
+    cluster.run_until(lambda: balanced(cluster), what="8 tasks spread over 2 workers")
+    zombie, taker = cluster.workers
+    moved = zombie.tasks()
+    old = {id: zombie.herder.generations.of(*id) for id in moved}
+    cluster.crash(zombie)
+    cluster.run_until(lambda: every_task_once(cluster), what="the crashed worker's tasks taken over")
+    for id in moved:  # each new run's generation is one more than the run it took over from
+        assert taker.status_store.task(*id) == Status("RUNNING", None, taker.name, old[id] + 1)
+
+    first, second, *rest = moved
+    fail_late(zombie, first, monkeypatch)
+    assert status_records(cluster, first)[-2:] == [
+        ("RUNNING", taker.name, old[first] + 1),
+        ("FAILED", zombie.name, old[first]),
+    ]
+    fresh = KafkaStatusStore(MemoryTransport(cluster.broker), STATUS_TOPIC, partitions=2)
+    fresh.start()
+    for store in (taker.status_store, zombie.status_store, fresh):
+        store.refresh()
+        assert store.task(*first) == Status("RUNNING", None, taker.name, old[first] + 1)
+
+    written = {id: status_records(cluster, id) for id in moved}
+    fail_late(zombie, second, monkeypatch)
+    zombie.worker.stop_tasks(rest)  # its shutdown reports (UNASSIGNED)
+    assert {id: status_records(cluster, id) for id in moved} == written
+    fresh.refresh()
+    assert {id: fresh.task(*id) for id in moved} == {
+        id: Status("RUNNING", None, taker.name, old[id] + 1) for id in moved
+    }
+    fresh.stop()
+
+
+def test_a_task_taken_over_reads_the_status_topic_first_so_its_run_is_the_newest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker taking a task over reads the status topic to its end before it starts the task, even when its
+    loop's reads lag behind: its run's generation is one more than the last one the previous owner wrote."""
+    cluster = SimulatedCluster(2, session_timeout_ms=3_000)
+    create(cluster)
+    cluster.run_until(lambda: balanced(cluster), what="8 tasks spread over 2 workers")
+    owner, taker = cluster.workers
+    id = owner.tasks()[0]
+    before = owner.herder.generations.of(*id)
+    log, read = taker.status_store.log, type(taker.status_store.log).read_available
+    monkeypatch.setattr(log, "read_available", lambda timeout_ms=0: 0)  # its loop's reads lag behind ...
+    monkeypatch.setattr(log, "read_to_end", lambda timeout_ms=None: read(log))  # ... a read to the end does not
+    owner.herder.restart_task(id)
+    cluster.run_until(lambda: owner.herder.generations.of(*id) == before + 1, what=f"{id} restarted on its owner")
+    assert taker.status_store.task(*id) == Status("RUNNING", None, owner.name, before)  # the taker lags
+    cluster.crash(owner)
+    cluster.run_until(lambda: id in taker.tasks(), what=f"{id} taken over")
+    assert status_records(cluster, id)[-1] == ("RUNNING", taker.name, before + 2)

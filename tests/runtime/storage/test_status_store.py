@@ -3,6 +3,7 @@ the Kafka store's own behaviour."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -147,6 +148,70 @@ def test_concurrent_writers_lose_nothing(store: StatusStore) -> None:
     assert store.task("conn-3", 9) == Status("RUNNING", None, "w3", 3)
 
 
+# ---- generations: an older run's late record does not hide a newer run's status ---------------------------------
+
+
+def test_a_late_record_of_another_worker_with_an_older_generation_is_skipped(store: StatusStore) -> None:
+    store.put_connector("conn", "RUNNING", None, "new:1", 5)
+    store.put_task("conn", 0, "RUNNING", None, "new:1", 5)
+    store.put_connector("conn", "FAILED", TRACE, "old:1", 4)
+    store.put_task("conn", 0, "UNASSIGNED", None, "old:1", 4)
+    store.put_task("conn", 0, "RUNNING", None, "old:1", 4)
+    assert store.connector("conn") == Status("RUNNING", None, "new:1", 5)
+    assert store.task("conn", 0) == Status("RUNNING", None, "new:1", 5)
+
+
+def test_the_same_worker_or_a_generation_not_older_replaces_the_status(store: StatusStore) -> None:
+    store.put_task("conn", 0, "RUNNING", None, "new:1", 5)
+    store.put_task("conn", 0, "PAUSED", None, "new:1", 3)  # the same worker: always
+    assert store.task("conn", 0) == Status("PAUSED", None, "new:1", 3)
+    store.put_task("conn", 0, "RUNNING", None, "new:1", 5)
+    store.put_task("conn", 0, "UNASSIGNED", None, "other:1", 5)  # another worker, the same generation
+    assert store.task("conn", 0) == Status("UNASSIGNED", None, "other:1", 5)
+    store.put_task("conn", 0, "RUNNING", None, "third:1", 6)  # another worker, a newer generation
+    assert store.task("conn", 0) == Status("RUNNING", None, "third:1", 6)
+
+
+def test_a_deletion_applies_whatever_the_generation_and_an_older_one_may_then_write(store: StatusStore) -> None:
+    store.put_connector("conn", "RUNNING", None, "new:1", 5)
+    store.put_task("conn", 0, "RUNNING", None, "new:1", 5)
+    store.delete_connector("conn")
+    assert (store.connector("conn"), store.tasks("conn")) == (None, {})
+    store.put_task("conn", 0, "RUNNING", None, "old:1", 0)
+    assert store.task("conn", 0) == Status("RUNNING", None, "old:1", 0)
+
+
+def test_a_safe_write_over_a_newer_status_of_another_worker_writes_nothing(
+    store: StatusStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.put_connector("conn", "RUNNING", None, "new:1", 5)
+    store.put_task("conn", 0, "RUNNING", None, "new:1", 5)
+    records = list(store.records) if isinstance(store, MemoryStatusStore) else None
+    with caplog.at_level("DEBUG", logger="headwater.runtime.storage.status"):
+        store.put_connector("conn", "FAILED", TRACE, "old:1", 4, safe=True)
+        store.put_task("conn", 0, "UNASSIGNED", None, "old:1", 4, safe=True)
+    if isinstance(store, MemoryStatusStore):
+        assert store.records == records
+    assert [r.getMessage() for r in caplog.records] == [
+        "not recording the FAILED status of connector conn from old:1 (generation 4): the current RUNNING status is "
+        "from new:1, generation 5",
+        "not recording the UNASSIGNED status of task conn-0 from old:1 (generation 4): the current RUNNING status "
+        "is from new:1, generation 5",
+    ]
+    store.put_task("conn", 0, "FAILED", TRACE, "new:1", 2, safe=True)  # the same worker
+    store.put_connector("conn", "UNASSIGNED", None, "other:1", 5, safe=True)  # a generation not older
+    store.put_task("lonely", 0, "FAILED", TRACE, "old:1", 0, safe=True)  # no status yet
+    assert store.task("conn", 0) == Status("FAILED", TRACE, "new:1", 2)
+    assert store.connector("conn") == Status("UNASSIGNED", None, "other:1", 5)
+    assert store.task("lonely", 0) == Status("FAILED", TRACE, "old:1", 0)
+
+
+def test_a_bad_status_is_refused_even_when_a_safe_write_would_skip_it(store: StatusStore) -> None:
+    store.put_connector("conn", "RUNNING", None, "new:1", 5)
+    with pytest.raises(ValueError, match="DESTROYED"):
+        store.put_connector("conn", "DESTROYED", None, "old:1", 4, safe=True)
+
+
 # ---- the wire format and how records are read -------------------------------------------------------------------
 
 EXPECTED_RECORDS = [
@@ -276,6 +341,36 @@ def test_kafka_second_store_sees_what_the_first_wrote(kafka_bootstrap: str, uniq
     finally:
         first.stop()
         second.stop()
+
+
+@pytest.mark.kafka
+def test_kafka_an_older_run_s_late_reports_leave_the_newer_run_s_status(
+    kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
+) -> None:
+    """Two workers' stores on one topic: the old run's worker writes its late FAILED before it read the new run's
+    RUNNING (its check cannot see it) and every reader skips it; once it has read it, its UNASSIGNED is not written."""
+    old = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
+    new = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
+    late = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
+    old.start()
+    try:
+        old.put_task("conn", 0, "RUNNING", None, "old:1", 0)
+        new.start()
+        new.put_task("conn", 0, "RUNNING", None, "new:1", 1)
+        old.put_task("conn", 0, "FAILED", TRACE, "old:1", 0, safe=True)
+        new.refresh()
+        old.put_task("conn", 0, "UNASSIGNED", None, "old:1", 0, safe=True)
+        late.start()
+        for store in (old, new, late):
+            assert store.task("conn", 0) == Status("RUNNING", None, "new:1", 1)
+    finally:
+        for store in (old, new, late):
+            store.stop()
+    assert [json.loads(value or b"")["state"] for _, _, value in raw_records(unique_name)] == [
+        "RUNNING",
+        "RUNNING",
+        "FAILED",
+    ]
 
 
 @pytest.mark.kafka
