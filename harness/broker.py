@@ -201,6 +201,7 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 transaction.state.log.num.partitions=1
 group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 """
