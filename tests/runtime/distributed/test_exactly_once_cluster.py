@@ -133,3 +133,75 @@ def test_offsets_are_committed_with_the_records_of_their_transaction(boundary: s
     seqs = counts(cluster, "out-seq")[0]
     assert committed == {"seq": max(seqs)}
     assert max(seqs.values()) == 1
+
+
+def committed_by_the_task(last: int) -> set[int]:
+    """The records up to ``last`` of the transactions BoundarySourceTask commits (commit.every=10, abort.every=25):
+    each transaction runs from the record after the last commit or abort to the record that asked."""
+    committed: set[int] = set()
+    open_transaction: list[int] = []
+    for n in range(last + 1):
+        open_transaction.append(n)
+        if n % 25 == 0:
+            open_transaction = []
+        elif n % 10 == 0:
+            committed.update(open_transaction)
+            open_transaction = []
+    return committed
+
+
+def test_connector_defined_transactions_commit_and_abort_where_the_task_asks() -> None:
+    """The task commits right after every 10th record and aborts the transaction of every 25th: a read_committed
+    reader sees exactly the records of committed transactions, and a crash leaves it so."""
+    cluster = SimulatedCluster(2, ENABLED, session_timeout_ms=3_000)
+    config = {
+        "connector.class": "support.counting_source:BoundarySourceConnector",
+        "tasks.max": "1",
+        "topic": "out-tx",
+        "transaction.boundary": "connector",
+        "commit.every": "10",
+        "abort.every": "25",
+    }
+    cluster.live[0].herder.put_connector_config("tx", config)
+    cluster.run_until(lambda: running(cluster, "tx", 1), what="the task running")
+    cluster.advance(500)
+    owner = next(worker for worker in cluster.live if worker.tasks())
+    cluster.crash(owner)
+    cluster.run_until(lambda: running(cluster, "tx", 1), what="the task taken over")
+    cluster.advance(500)
+
+    seqs = counts(cluster, "out-tx")[0]
+    assert max(seqs.values()) == 1, "no record twice"
+    last = max(seqs)
+    assert last % 10 == 0, "the last committed transaction ended on a commit request"
+    assert set(seqs) == committed_by_the_task(last)
+    task = cluster.live[0].worker.tasks[TaskId("tx", 0)]
+    assert isinstance(task, ExactlyOnceWorkerSourceTask) and task.aborts > 0
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"connector.class": "monitorable-source", "max.messages": "5"},
+        {
+            "connector.class": "support.counting_source:BoundarySourceConnector",
+            "records": "6",
+            "commit.every": "5",
+            "transaction.boundary": "connector",
+        },
+    ],
+    ids=["poll", "connector"],
+)
+def test_heartbeats_commit_in_transactions_while_the_source_has_no_data(config: dict[str, str]) -> None:
+    cluster = SimulatedCluster(1, {**ENABLED, "heartbeat.interval.ms": "1000"})
+    cluster.live[0].herder.put_connector_config("hb", {**config, "topic": "data", "tasks.max": "1"})
+    cluster.run_until(lambda: running(cluster, "hb", 1), what="the task running")
+    task = cluster.live[0].worker.tasks[TaskId("hb", 0)]
+    assert isinstance(task, ExactlyOnceWorkerSourceTask)
+    cluster.run_until(lambda: task.records_sent >= 5, what="its 5 records")
+    commits = task.commits
+    cluster.advance(5_000)
+    assert task.heartbeat_records >= 4
+    assert task.commits >= commits + 4, "each heartbeat commits on its own while no transaction is open"
+    committed = cluster.broker.messages("connect-heartbeats", committed_only=True)
+    assert len(committed) == task.heartbeat_records
