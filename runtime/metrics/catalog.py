@@ -19,6 +19,7 @@ from time import perf_counter
 from typing import Any
 
 from headwater.runtime.tasks.base import State, WorkerTask
+from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.tasks.timing import BatchTimes
@@ -163,6 +164,19 @@ def _lag(task: WorkerSinkTask) -> Iterable[Sample]:
 def _last_error(task: WorkerTask) -> Iterable[Sample]:
     last = task.errors.counters.last_error_ms
     return [] if last is None else [((), last / 1000)]
+
+
+def transactional(read: Callable[[Any], float | None]) -> Callable[[Any], Iterable[Sample]]:
+    """A reader of one sample of an exactly-once source task; absent for other tasks and while ``read`` answers
+    ``None``."""
+
+    def samples(task: Any) -> Iterable[Sample]:
+        if not isinstance(task, ExactlyOnceWorkerSourceTask):
+            return []
+        found = read(task)
+        return [] if found is None else [((), found)]
+
+    return samples
 
 
 W, C, T, SO, SI = Scope.WORKER, Scope.CONNECTOR, Scope.TASK, Scope.SOURCE_TASK, Scope.SINK_TASK
@@ -359,6 +373,45 @@ METRICS: tuple[Metric, ...] = (
         kafka=(f"{SOM}/poll-batch-max-time-ms",),
     ),
     Metric(
+        "headwater_connect_source_task_transactions",
+        COUNTER,
+        SO,
+        "Transactions the task committed (exactly-once source support only).",
+        transactional(lambda t: t.commits),
+    ),
+    Metric(
+        "headwater_connect_source_task_transaction_aborts",
+        COUNTER,
+        SO,
+        "Transactions the task aborted because it asked to (exactly-once source support only).",
+        transactional(lambda t: t.aborts),
+    ),
+    Metric(
+        "headwater_connect_source_task_transaction_records",
+        COUNTER,
+        SO,
+        "Records in the transactions the task committed, heartbeat records included; over the transactions "
+        "counter, the average transaction size (exactly-once source support only).",
+        transactional(lambda t: t.transaction_records),
+        kafka=(f"{SOM}/transaction-size-avg",),
+    ),
+    Metric(
+        "headwater_connect_source_task_transaction_size_max",
+        GAUGE,
+        SO,
+        "Records in the largest of the task's last 500 to 1000 committed transactions; absent before the first.",
+        transactional(lambda t: max(t.transaction_sizes, default=None)),
+        kafka=(f"{SOM}/transaction-size-max",),
+    ),
+    Metric(
+        "headwater_connect_source_task_transaction_size_min",
+        GAUGE,
+        SO,
+        "Records in the smallest of the task's last 500 to 1000 committed transactions; absent before the first.",
+        transactional(lambda t: min(t.transaction_sizes, default=None)),
+        kafka=(f"{SOM}/transaction-size-min",),
+    ),
+    Metric(
         "headwater_connect_source_task_record_active_count",
         GAUGE,
         SO,
@@ -545,7 +598,6 @@ METRICS: tuple[Metric, ...] = (
 NOT_EXPORTED: tuple[tuple[str, str], ...] = (
     (f"{TM}/batch-size-max", "not measured; batch-size-avg is the poll total's rate over the batch count's"),
     (f"{WM}/connector-destroyed-task-count, {WM}/connector-restarting-task-count", "no such task states here"),
-    (f"{SOM}/transaction-size-*", "exactly-once source support is not implemented"),
     ("connect-worker-rebalance-metrics/*", "not exported yet"),
 )
 """Kafka Connect metrics with no counterpart here, and why."""

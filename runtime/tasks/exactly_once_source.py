@@ -133,7 +133,9 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         """What to do once the part being sent is sent."""
         self.aborts = 0
         self.transaction_sizes: list[int] = []
-        """Records per committed transaction (the last 1000)."""
+        """Records per committed transaction (the last 500 to 1000)."""
+        self.transaction_records = 0
+        """Records in the committed transactions."""
         self._size = 0
         self._heartbeats_alone = False
 
@@ -305,6 +307,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         )
 
     def _record_size(self) -> None:
+        self.transaction_records += self._size
         self.transaction_sizes.append(self._size)
         if len(self.transaction_sizes) > 1000:
             del self.transaction_sizes[:500]

@@ -12,9 +12,17 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from headwater.harness import MonitorableSinkConnector, MonitorableSourceConnector, RuntimeHandles, SimulatedWorker
+from headwater.harness import (
+    MonitorableSinkConnector,
+    MonitorableSourceConnector,
+    RuntimeHandles,
+    SimulatedCluster,
+    SimulatedWorker,
+)
 from headwater.runtime.metrics import METRICS, Kind, Metric, Scope, exposition, worker_registry
 from headwater.runtime.metrics import collector as collector_module
+from headwater.runtime.tasks.base import TaskId
+from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
 
 Make = Callable[..., SimulatedWorker]
 SRC = {"connector": "src", "task": "0"}
@@ -163,8 +171,8 @@ def test_every_defined_metric_is_in_a_scrape(make_simulated_worker: Make) -> Non
         assert f"# TYPE {metric.exposed_name} {metric.kind.value}\n" in text, metric.name
     samples = [line.split("{")[0].split(" ")[0] for line in text.splitlines() if not line.startswith("#")]
     for metric in METRICS:
-        if metric.name == "headwater_connect_task_error_last_error_timestamp_seconds":
-            continue  # absent until an error happened
+        if metric.name == "headwater_connect_task_error_last_error_timestamp_seconds" or "_transaction" in metric.name:
+            continue  # absent until an error happened; of exactly-once source tasks only
         assert any(sample.startswith(metric.exposed_name) for sample in samples), metric.name
 
 
@@ -176,3 +184,19 @@ def test_names_follow_prometheus_conventions() -> None:
         assert not metric.name.endswith("_total"), "a counter's _total is added on exposition"
         assert "_ms" not in metric.name, "seconds, not milliseconds"
         assert metric.help.endswith("."), metric.name
+
+
+def test_transaction_metrics_count_what_an_exactly_once_task_committed() -> None:
+    cluster = SimulatedCluster(1, {"exactly.once.source.support": "enabled"})
+    config = {"connector.class": "monitorable-source", "topic": "data", "max.messages": "7", "messages.per.poll": "3"}
+    cluster.live[0].herder.put_connector_config("src", config)
+    cluster.run_until(lambda: TaskId("src", 0) in cluster.live[0].worker.tasks, what="the task")
+    task = cluster.live[0].worker.tasks[TaskId("src", 0)]
+    assert isinstance(task, ExactlyOnceWorkerSourceTask)
+    cluster.run_until(lambda: task.commits == 3, what="three transactions")
+    registry = worker_registry(cluster.live[0].worker)
+    assert value(registry, "headwater_connect_source_task_transactions_total", **SRC) == 3
+    assert value(registry, "headwater_connect_source_task_transaction_records_total", **SRC) == 7
+    assert value(registry, "headwater_connect_source_task_transaction_size_max", **SRC) == 3
+    assert value(registry, "headwater_connect_source_task_transaction_size_min", **SRC) == 1
+    assert value(registry, "headwater_connect_source_task_transaction_aborts_total", **SRC) == 0
