@@ -1,6 +1,8 @@
 """The CDC source task: wraps the changes of its stream (trigger or log mode) in the change-event envelope, sends
 heartbeats that carry the stream's newest position while the captured tables are idle, and lets the database forget
-what is committed (purge the audit table, or move the slot) only from the committed-offset hook."""
+what is committed (purge the audit table, or move the slot) only from the committed-offset hook. In log mode with
+``transaction.boundary=connector`` (on a worker with exactly-once source support), it asks to commit the Kafka
+transaction where a database transaction, or the snapshot, ends."""
 
 from __future__ import annotations
 
@@ -52,6 +54,12 @@ def source_partition(topic_prefix: str) -> dict[str, str]:
     return {"server": topic_prefix}
 
 
+def ends_transaction(offset: Mapping[str, Any] | None) -> bool:
+    """Whether a log-mode event with ``offset`` is the last of its database transaction (its ``flush`` is its own
+    commit's end) or the snapshot's last row."""
+    return offset is not None and "snapshot" not in offset and offset.get("flush") == offset.get("lsn")
+
+
 def writes_bytes(config: Mapping[str, Any]) -> bool:
     """Whether the connector's config sets the pass-through converter for keys and values."""
     return config.get("key.converter") in BYTES_CONVERTERS and config.get("value.converter") in BYTES_CONVERTERS
@@ -81,6 +89,8 @@ class JdbcCdcSourceTask(SourceTask):
                 self.engine, cdc.audit_table, tables, stored, cdc.snapshot, cdc.name, cdc.decimal_handling
             )
         self.purged = 0
+        self.transactions = getattr(self.context, "transaction_context", None) if self.cdc.mode == LOG else None
+        """Where the task commits its transactions, with ``transaction.boundary=connector``; ``None`` otherwise."""
         log.info(
             "%s: capturing %s (%s mode), stored offset %s", self, [t.qualified for t in tables], self.cdc.mode, stored
         )
@@ -89,7 +99,7 @@ class JdbcCdcSourceTask(SourceTask):
         """The next changes as records; with the ``bytes`` converters, keys and values are JSON bytes, and log mode
         returns them as a :class:`~headwater.sdk.SourceBatch` per run of one topic (after the snapshot)."""
         if self.batches:
-            return self.batches.popleft()
+            return self._batch()
         stream = self.stream
         assert stream is not None
         limit, wait_s = self.cdc.batch_max_rows, self.cdc.poll_interval_ms / 1000
@@ -98,13 +108,26 @@ class JdbcCdcSourceTask(SourceTask):
             if not columns.values:
                 return None
             self.batches.extend(columns.batches(self.partition))
-            return self.batches.popleft()
+            return self._batch()
         changes = stream.read(limit, wait_s)
         if not changes:
             return None
         now = self.context.clock.now_ms()
         record, partition = (self.envelope if self.json is None else self.json).record, self.partition
-        return [record(change, partition, offset, now) for change, offset in changes]
+        records = [record(change, partition, offset, now) for change, offset in changes]
+        if self.transactions is not None:
+            for each in records:
+                if ends_transaction(each.source_offset):
+                    self.transactions.commit_transaction(each)
+        return records
+
+    def _batch(self) -> SourceBatch:
+        """The next batch of the bytes path; its transaction commits after it when it ends a database transaction
+        (a batch is one run of a topic: a transaction over several tables spans several)."""
+        batch = self.batches.popleft()
+        if self.transactions is not None and ends_transaction(batch.offsets[-1]):
+            self.transactions.commit_transaction()
+        return batch
 
     @hookimpl
     def produce_heartbeat_records(self, topic: str) -> list[SourceRecord]:

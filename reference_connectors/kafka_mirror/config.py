@@ -5,6 +5,10 @@ admin client; ``connector.consumer.`` keys override them for the consumer, ``con
 client (``source.fetch.min.bytes=1`` and ``connector.consumer.fetch.min.bytes=1024`` give the consumer 1024). The
 options the connector reads itself (``group.id``, ``auto.offset.reset``, ``max.poll.records``, the deserializers,
 ``enable.auto.commit``) follow the same precedence, and their overrides are validated like the ``source.`` key.
+
+The consumer reads ``isolation.level=read_committed`` unless ``source.isolation.level`` or
+``connector.consumer.isolation.level`` says ``read_uncommitted``: then it also mirrors the records of the source's
+open and aborted transactions, and the connector cannot deliver exactly once (:func:`isolation_level`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ MAX_POLL_RECORDS = "source.max.poll.records"
 KEY_DESERIALIZER = "source.key.deserializer"
 VALUE_DESERIALIZER = "source.value.deserializer"
 ENABLE_AUTO_COMMIT = "source.enable.auto.commit"
+ISOLATION_LEVEL = "isolation.level"
+READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 
 CONSUMER_OPTIONS = (
     "bootstrap.servers",
@@ -52,7 +58,8 @@ ADMIN_OPTIONS = ("bootstrap.servers",)
 
 _CONNECTOR_ONLY = frozenset({"topic.whitelist", "max.poll.records", "key.deserializer", "value.deserializer"})
 """Options under ``source.`` the connector reads and no librdkafka client is given."""
-_CONSUMER_ONLY = frozenset({"group.id", "auto.offset.reset", "enable.auto.commit"})
+_CONSUMER_ONLY = frozenset({"group.id", "auto.offset.reset", "enable.auto.commit", "isolation.level"})
+"""Consumer settings the partition monitor's admin client is not given."""
 _HOST_PORT = re.compile(r"(?:[A-Za-z_]+://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
 _TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]*")
 _MAX_TOPIC_LENGTH = 249
@@ -244,6 +251,17 @@ CONFIG_DEF = KIP_310_CONFIG.merge(_overrides(CONSUMER_PREFIX, CONSUMER_OPTIONS, 
 """KIP-310's options plus the ``connector.consumer.`` and ``connector.admin.`` overrides of those the clients use."""
 
 
+def isolation_level(props: Mapping[str, Any]) -> str:
+    """The source consumer's ``isolation.level`` in a connector config: ``connector.consumer.isolation.level``, else
+    ``source.isolation.level``, else ``read_committed`` (librdkafka's default, given explicitly); in lower case, as
+    librdkafka reads it. Kafka's ``MirrorSourceConfig.sourceConsumerConfig`` reads it with the same precedence."""
+    for key in (CONSUMER_PREFIX + ISOLATION_LEVEL, SOURCE_PREFIX + ISOLATION_LEVEL):
+        value = props.get(key)
+        if value is not None:
+            return str(value).strip().lower()
+    return READ_COMMITTED
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -298,6 +316,7 @@ class MirrorConfig:
         consumer_settings = _client_settings(parsed, CONSUMER_PREFIX, _CONNECTOR_ONLY)
         consumer_settings["auto.offset.reset"] = ("error" if reset == "none" else reset, "")
         consumer_settings["enable.auto.commit"] = ("false", "")  # commits to the source follow the worker's commits
+        consumer_settings.setdefault(ISOLATION_LEVEL, (READ_COMMITTED, ""))
         return cls(
             whitelist=whitelist_pattern(parsed[TOPIC_WHITELIST]),
             auto_offset_reset=reset,
@@ -316,6 +335,11 @@ class MirrorConfig:
             consumer_settings=consumer_settings,
             admin_settings=_client_settings(parsed, ADMIN_PREFIX, _CONNECTOR_ONLY | _CONSUMER_ONLY),
         )
+
+    @property
+    def reads_committed(self) -> bool:
+        """Whether the source consumer reads ``read_committed``: records of committed transactions only."""
+        return self.consumer_settings[ISOLATION_LEVEL][0].strip().lower() == READ_COMMITTED
 
     @property
     def consumer_config(self) -> dict[str, str]:

@@ -12,6 +12,14 @@ example, writes them base64-encoded. Destination topics are created by the desti
 ahead of time; records keep their key, value, headers and timestamp, and the destination's partitioner chooses the
 partition. Set ``heartbeat.interval.ms`` on the connector so that idle partitions still commit their offsets up to
 the source's end (see :meth:`KafkaMirrorSourceTask.produce_heartbeat_records`).
+
+Exactly once (KIP-618): on distributed workers with ``exactly.once.source.support=enabled``, each task writes the
+records it mirrors and their source offsets (the source partitions' offsets) in one transaction, and a task resumes
+from the offsets of its last committed transaction, never from the source group (only written after a commit, for
+lag monitoring). With the source consumer reading ``read_committed`` (the default) no record of an open or aborted
+source transaction is mirrored either, so a ``read_committed`` reader of the destination sees each committed source
+record exactly once. :meth:`~KafkaMirrorSourceConnector.exactly_once_support` answers as Kafka's
+``MirrorSourceConnector.exactlyOnceSupport`` does.
 """
 
 from __future__ import annotations
@@ -22,11 +30,33 @@ from typing import Any
 
 from headwater.reference_connectors import headwater_version
 from headwater.reference_connectors.kafka_mirror.clients import check_client_settings, make_admin
-from headwater.reference_connectors.kafka_mirror.config import CONFIG_DEF, MirrorConfig
+from headwater.reference_connectors.kafka_mirror.config import (
+    CONFIG_DEF,
+    ISOLATION_LEVEL,
+    READ_COMMITTED,
+    MirrorConfig,
+    isolation_level,
+)
 from headwater.reference_connectors.kafka_mirror.monitor import PartitionMonitor
 from headwater.reference_connectors.kafka_mirror.partitions import fetch_partitions, task_configs
 from headwater.reference_connectors.kafka_mirror.task import KafkaMirrorSourceTask
-from headwater.sdk import ConfigDef, SourceConnector, SourceTask
+from headwater.sdk import (
+    ConfigDef,
+    ConfigError,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceTask,
+)
+
+EXACTLY_ONCE_SUPPORT = "exactly.once.support"
+NOT_READ_COMMITTED = (
+    f"exactly-once delivery needs the source consumer to read {READ_COMMITTED} (the default, unless "
+    f"source.{ISOLATION_LEVEL} or connector.consumer.{ISOLATION_LEVEL} says otherwise): reading uncommitted, the "
+    "mirror also copies the records of open transactions on the source cluster, and of transactions later aborted"
+)
+"""Why ``exactly.once.support=required`` is refused without ``read_committed`` (Kafka's ``MirrorSourceConnector``
+says why too)."""
 
 
 class KafkaMirrorSourceConnector(SourceConnector):
@@ -44,7 +74,26 @@ class KafkaMirrorSourceConnector(SourceConnector):
         """Parse ``config``, then let librdkafka check the client settings; errors name the key."""
         parsed = super().validate(config)
         check_client_settings(MirrorConfig.parse(config))
+        required = str(config.get(EXACTLY_ONCE_SUPPORT, "")).strip().lower() == "required"
+        if required and isolation_level(config) != READ_COMMITTED:
+            # the runtime refuses it too, when this connector answers UNSUPPORTED, with a generic message: as Kafka's
+            # MirrorSourceConnector.validate does, say why
+            raise ConfigError(EXACTLY_ONCE_SUPPORT, config.get(EXACTLY_ONCE_SUPPORT), NOT_READ_COMMITTED)
         return parsed
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport:
+        """``SUPPORTED`` when the source consumer reads ``read_committed`` (the default), ``UNSUPPORTED`` otherwise:
+        Kafka's ``MirrorSourceConnector.exactlyOnceSupport``. A task resumes each partition right after the offset
+        its last committed transaction stored, so it mirrors exactly the records after them; read uncommitted, it
+        would also mirror records of source transactions that are later aborted."""
+        if isolation_level(config) == READ_COMMITTED:
+            return ExactlyOnceSupport.SUPPORTED
+        return ExactlyOnceSupport.UNSUPPORTED
+
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        """``UNSUPPORTED``: a mirrored batch has no boundary of its own to keep (Kafka's ``MirrorSourceConnector``
+        does not define them either); use ``transaction.boundary=poll`` or ``interval``."""
+        return ConnectorTransactionBoundaries.UNSUPPORTED
 
     def start(self, config: Mapping[str, str]) -> None:
         """List the matching partitions (blocking, at most ``topic.list.timeout.ms``), then watch them."""

@@ -6,6 +6,9 @@ Each source topic partition is a source partition ``{"topic": t, "partition": p}
 (the worker's offset store decides, never the source group), or where ``source.auto.offset.reset`` says when none
 is stored. After each offset commit of the worker, the committed offsets + 1 are committed to ``source.group.id`` on
 the source cluster, so the usual consumer-lag tools see how far the mirror is; the connector never reads them back.
+On a worker with exactly-once source support, the offsets are committed in the transaction of their records, and
+the ``offsets_committed`` hook (so the source group's commit) comes only after that transaction committed: the
+resume position is always the last committed transaction's.
 """
 
 from __future__ import annotations
@@ -52,6 +55,12 @@ class KafkaMirrorSourceTask(SourceTask):
         self._timeout_s = self.mirror.poll_loop_timeout_ms / 1000
         self._prefix = self.mirror.topics_prefix
         starts = [RdTopicPartition(t, p, self._start_offset((t, p))) for t, p in self.partitions]
+        if not self.mirror.reads_committed:
+            log.warning(
+                "%s: the source consumer reads isolation.level=read_uncommitted: records of open and aborted "
+                "transactions on the source cluster are mirrored too, so the mirror cannot deliver exactly once",
+                self,
+            )
         self.consumer = make_consumer(self.mirror)
         self.consumer.assign(starts)
         log.info("%s: mirroring %d partitions, %d resumed from stored offsets", self, len(starts), len(self.last))

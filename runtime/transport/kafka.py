@@ -105,6 +105,10 @@ CONSUMER_DEFAULTS = {
     "enable.auto.offset.store": False,
     "auto.offset.reset": "earliest",
     "partition.assignment.strategy": "cooperative-sticky",
+    # librdkafka's default, given explicitly: a sink task never sees the records of open or aborted transactions
+    # (an exactly-once source's, say). A worker's consumer.isolation.level or a sink's
+    # consumer.override.isolation.level may still ask for read_uncommitted.
+    "isolation.level": "read_committed",
     # librdkafka waits this long before fetching again once its local queue is over its limits (1000 ms by
     # default), which leaves a sink that drains the queue in bulk idle for most of each second.
     "fetch.queue.backoff.ms": 100,
