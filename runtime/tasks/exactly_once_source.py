@@ -161,6 +161,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     # ---- the loop's points -----------------------------------------------------------------------------------
 
     def iteration(self) -> bool:
+        """The source loop's pass; a producer fenced anywhere in it fails the task saying so."""
         try:
             return super().iteration()
         except ProducerFencedError as error:
@@ -177,10 +178,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
 
     def _take_in_transaction(self, records: Sequence[SourceRecord]) -> None:
         if not self._open:
-            try:
-                self.producer.begin()
-            except ProducerFencedError as error:
-                raise self._fenced(error) from None
+            self.producer.begin()
             self._open = True
             self._before = dict(self.submitted.latest)
             self._size = 0
