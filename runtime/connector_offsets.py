@@ -1,8 +1,10 @@
 """A connector's offsets as the REST API reads, alters and resets them (Kafka Connect's KIP-875).
 
 Each offset is ``{"partition": {...}, "offset": {...}}``. A source connector's are its source partitions and
-offsets in the worker's offset store. A sink connector's are the committed offsets of its consumer group
-``connect-<name>``: partition ``{"kafka_topic": t, "kafka_partition": p}``, offset ``{"kafka_offset": n}``; they
+offsets in its offset store: the worker's, or, for a connector with an ``offsets.storage.topic`` of its own, that
+topic with the worker's as fallback, read and written as its tasks do
+(:mod:`~headwater.runtime.storage.connector_offsets`). A sink connector's are the committed offsets of its consumer
+group ``connect-<name>``: partition ``{"kafka_topic": t, "kafka_partition": p}``, offset ``{"kafka_offset": n}``; they
 are read and written through the transport's admin client.
 
 Altering is additive: only the listed partitions change, and a ``null`` offset deletes one. The herder allows
@@ -11,7 +13,7 @@ altering and resetting only while the connector is STOPPED.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from headwater.runtime.errors import BadRequestError
@@ -38,11 +40,11 @@ SINK_TOPIC, SINK_PARTITION, SINK_OFFSET = "kafka_topic", "kafka_partition", "kaf
 
 
 class ConnectorOffsets:
-    """Offsets of the connectors of one worker: source offsets in ``store``, sink offsets in the consumer groups of
-    the cluster ``transport`` talks to."""
+    """Offsets of the connectors of one worker: source offsets in the store ``store_of`` gives for the connector's
+    name, sink offsets in the consumer groups of the cluster ``transport`` talks to."""
 
-    def __init__(self, store: OffsetStore, transport: Transport, timeout_ms: int = 5_000) -> None:
-        self.store = store
+    def __init__(self, store_of: Callable[[str], OffsetStore], transport: Transport, timeout_ms: int = 5_000) -> None:
+        self.store_of = store_of
         self.transport = transport
         self.timeout_ms = timeout_ms
 
@@ -50,8 +52,9 @@ class ConnectorOffsets:
         if kind == "sink":
             committed = self._sink_offsets(connector)
             return [_sink_offset(topic, partition, offset) for (topic, partition), offset in sorted(committed.items())]
-        partitions = self.store.connector_partitions(connector)
-        found = self.store.get(connector, partitions)
+        store = self.store_of(connector)
+        partitions = store.connector_partitions(connector)
+        found = store.get(connector, partitions)
         return [{"partition": p, "offset": o} for p, o in found if o is not None]
 
     def alter(self, connector: str, kind: str, offsets: Sequence[Mapping[str, Any]]) -> str:
@@ -62,7 +65,7 @@ class ConnectorOffsets:
             self._alter_sink(connector, [_parse_sink(entry) for entry in offsets])
         else:
             changes = [_parse_source(entry) for entry in offsets]
-            self.store.set(connector, changes, self.timeout_ms)
+            self.store_of(connector).set(connector, changes, self.timeout_ms)
         return ALTERED
 
     def reset(self, connector: str, kind: str) -> str:
@@ -70,7 +73,7 @@ class ConnectorOffsets:
         if kind == "sink":
             self._delete_group(connector)
         else:
-            self.store.delete_connector(connector)
+            self.store_of(connector).delete_connector(connector)
         return RESET
 
     # ---- sink connectors: the consumer group ---------------------------------------------------------------

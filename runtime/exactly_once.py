@@ -9,8 +9,15 @@ exactly-once sources in distributed mode only): :class:`~headwater.runtime.worke
 
 The source connector keys (Kafka Connect's ``SourceConnectorConfig``) are defined with Kafka's validators. Kafka
 Connect accepts ``transaction.boundary`` and its interval on a worker without the support and ignores them; Headwater
-refuses them there, naming the key, so that no config is accepted and then ignored. ``offsets.storage.topic`` is
-refused until Headwater keeps per-connector offsets topics.
+refuses them there, naming the key, so that no config is accepted and then ignored.
+
+``offsets.storage.topic`` (KIP-618) gives a source connector an offsets topic of its own, on distributed workers
+(Kafka Connect's ``DistributedConfig.connectorOffsetsTopicsPermitted``; a standalone worker ignores it, Headwater
+refuses it there), with or without exactly-once support: its tasks write their offsets there, and read them from
+there first, falling back to the worker's offsets topic
+(:mod:`~headwater.runtime.storage.connector_offsets`). Kafka Connect keeps that topic on the cluster the
+connector's producer writes to, so ``producer.override.bootstrap.servers`` moves it; Headwater keeps it on the
+worker's cluster only and refuses the pair when they name different servers.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ SUPPORT = "exactly.once.support"
 BOUNDARY = "transaction.boundary"
 INTERVAL = "transaction.boundary.interval.ms"
 OFFSETS_TOPIC = "offsets.storage.topic"
+SERVERS = "bootstrap.servers"
+PRODUCER_SERVERS = f"producer.override.{SERVERS}"
 
 POLL, INTERVAL_BOUNDARY, CONNECTOR = "poll", "interval", "connector"
 
@@ -117,8 +126,11 @@ SOURCE_CONFIG = (
         Type.STRING,
         None,
         Importance.LOW,
-        "The name of a separate offsets topic for this connector (distributed mode only). Headwater does not take "
-        "it yet: a source's offsets go to the worker's offsets topic.",
+        "The name of a separate offsets topic for this connector, on distributed workers only (refused on a "
+        "standalone worker). It is created when missing, with the worker's offsets topic partitions and "
+        "replication factor; the connector's tasks write their offsets there (in their transactions with "
+        "exactly-once support) and copy them to the worker's offsets topic, and read them from it first, falling "
+        "back to the worker's offsets topic for partitions it has none of.",
         non_empty_string,
         group="offsets.topic",
         display_name="Offsets topic",
@@ -156,11 +168,16 @@ def transactional_id(group_id: str, task: str) -> str:
 
 
 def problems(
-    props: Mapping[str, Any], connector: SourceConnector, worker_config: Mapping[str, Any], errors: Mapping[str, Any]
+    props: Mapping[str, Any],
+    connector: SourceConnector,
+    worker_config: Mapping[str, Any],
+    errors: Mapping[str, Any],
+    distributed: bool = False,
 ) -> dict[str, list[str]]:
     """The error messages by key of the source ``connector``'s config ``props``, beyond its keys' own validators:
     Kafka Connect's ``DistributedHerder`` checks, then Headwater's refusal of each key that would be ignored on this
-    worker. ``errors`` are the errors found so far: a key with errors is not checked again (as in Kafka)."""
+    worker (``distributed`` says whether it is a distributed worker) or that Headwater cannot honour. ``errors`` are
+    the errors found so far: a key with errors is not checked again (as in Kafka)."""
     found: dict[str, list[str]] = {}
     support = worker_support(worker_config)
     raw = {name: "" if value is None else str(value) for name, value in props.items()}
@@ -186,11 +203,34 @@ def problems(
             f"{INTERVAL} takes effect only with {BOUNDARY}=interval: set that, or remove it"
         )
     if _set(props, OFFSETS_TOPIC, errors):
-        found.setdefault(OFFSETS_TOPIC, []).append(
-            f"{OFFSETS_TOPIC}: per-connector offsets topics are not implemented yet in Headwater; remove it: the "
-            "connector's offsets go to the worker's offsets topic"
-        )
+        found.setdefault(OFFSETS_TOPIC, []).extend(_offsets_topic_problems(props, worker_config, distributed))
     return {key: messages for key, messages in found.items() if messages}
+
+
+def _offsets_topic_problems(props: Mapping[str, Any], worker_config: Mapping[str, Any], distributed: bool) -> list[str]:
+    """Why a connector's own offsets topic cannot be kept here: Kafka Connect ignores it on a standalone worker, and
+    keeps it on the producer's cluster, which Headwater does not."""
+    if not distributed:
+        return [
+            f"{OFFSETS_TOPIC} takes effect only on a distributed worker (Kafka Connect ignores it in standalone "
+            "mode), and this worker is a standalone one: remove it; the connector's offsets go to the worker's "
+            "offset.storage.file.filename"
+        ]
+    override = props.get(PRODUCER_SERVERS)
+    if override not in (None, "") and _servers(override) != _servers(worker_config.get(SERVERS)):
+        return [
+            f"{OFFSETS_TOPIC} with {PRODUCER_SERVERS} naming other servers than the worker's {SERVERS}: Kafka "
+            "Connect keeps the connector's offsets topic on the cluster its producer writes to, and Headwater keeps "
+            f"it on the worker's cluster only; remove one of the two"
+        ]
+    return []
+
+
+def _servers(value: Any) -> set[str]:
+    """A ``bootstrap.servers`` value (a list, or a comma-separated string) as a set, as Kafka Connect compares
+    them."""
+    items = value if isinstance(value, list | tuple) else str(value or "").split(",")
+    return {str(item).strip() for item in items if str(item).strip()}
 
 
 def _set(props: Mapping[str, Any], key: str, errors: Mapping[str, Any]) -> bool:

@@ -42,11 +42,14 @@ NULL_VALUE = "Null value can not be supplied as the configuration value."
 DEFAULT_WORKER_CONFIG = WORKER_CONFIG.parse({})
 
 
-def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[str, Any] | None = None) -> ConfigInfos:
+def validate_connector_config(
+    props: Mapping[str, Any], worker_config: Mapping[str, Any] | None = None, distributed: bool = False
+) -> ConfigInfos:
     """Every defined key of the connector's config with its value and errors, then every other key with errors.
     A missing or unknown ``connector.class`` is an error on that key, reported against the runtime's common keys
-    only. ``worker_config`` is the worker's parsed config (its defaults when ``None``)."""
-    definition, errors, _ = _errors(props, worker_config)
+    only. ``worker_config`` is the worker's parsed config (its defaults when ``None``); ``distributed`` says whether
+    the worker is a distributed one (some keys take effect there only)."""
+    definition, errors, _ = _errors(props, worker_config, distributed)
     props = hide(props)
     orders = orders_in_group(definition)
     configs = [_config_info(key, props, errors.get(key.name, []), orders[key.name]) for key in definition]
@@ -61,14 +64,17 @@ def validate_connector_config(props: Mapping[str, Any], worker_config: Mapping[s
     }
 
 
-def check_connector_config(props: Mapping[str, Any], worker_config: Mapping[str, Any]) -> dict[str, str]:
+def check_connector_config(
+    props: Mapping[str, Any], worker_config: Mapping[str, Any], distributed: bool = False
+) -> dict[str, str]:
     """Raise :class:`InvalidConfigError` naming every bad key when the config is not valid: a bad value, a key
     Headwater does not implement yet, a client setting the worker does not let connectors set
     (:mod:`~headwater.runtime.override_policy`, :mod:`~headwater.runtime.unsafe_settings`), or an unknown key when
     the worker's ``connector.unknown.keys`` is ``error``. Otherwise return the unknown keys' warnings by key, for
-    the caller to log. ``worker_config`` is the worker's parsed config. Every herder and the standalone worker's
+    the caller to log. ``worker_config`` is the worker's parsed config, ``distributed`` whether the worker is a
+    distributed one. Every herder and the standalone worker's
     connector files are checked here."""
-    _, errors, unknown = _errors(props, worker_config)
+    _, errors, unknown = _errors(props, worker_config, distributed)
     if worker_config[UNKNOWN_KEYS] != "error":
         errors = {key: [m for m in found if m != unknown.get(key)] for key, found in errors.items()}
         errors = {key: found for key, found in errors.items() if found}
@@ -81,7 +87,7 @@ CHAIN_PREFIXES = (f"{TRANSFORMS}.", f"{PREDICATES}.")
 
 
 def _errors(
-    props: Mapping[str, Any], worker_config: Mapping[str, Any] | None
+    props: Mapping[str, Any], worker_config: Mapping[str, Any] | None, distributed: bool
 ) -> tuple[ConfigDef, dict[str, list[str]], dict[str, str]]:
     """The config's definition, its error messages by key (only keys with errors) and, among them, the message of
     each unknown key."""
@@ -117,7 +123,7 @@ def _errors(
         for key, message in topic_creation.problems(props, bool(worker[topic_creation.ENABLE])).items():
             errors.setdefault(key, []).append(message)
         if isinstance(probe, SourceConnector):
-            for key, messages in exactly_once.problems(props, probe, worker, errors).items():
+            for key, messages in exactly_once.problems(props, probe, worker, errors, distributed).items():
                 errors.setdefault(key, []).extend(messages)
     else:
         for key, messages in sink_topics.problems(props).items():

@@ -26,6 +26,8 @@ from headwater.runtime.config_transformer import ConfigTransformer, hide_values,
 from headwater.runtime.logging_context import for_connector, for_task
 from headwater.runtime.override_policy import check_client_settings
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
+from headwater.runtime.storage.connector_offsets import ConnectorOffsetStore
+from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.dead_letter import create_topic as create_dead_letter_topic
@@ -112,6 +114,9 @@ class Worker:
         self.tasks: dict[TaskId, WorkerTask] = {}
         self._threads: dict[TaskId, threading.Thread] = {}
         self._heartbeat_topics: set[str] = set()
+        self._offset_topics: dict[str, KafkaOffsetStore] = {}
+        """The started store of each connector's own offsets topic, shared by its tasks, connector and REST calls."""
+        self._offset_topics_lock = threading.Lock()
         self.startups = Startups()
         self.cancelled: list[TaskId] = []
         """Tasks that outlived the graceful timeout: no final commit, and their stop hook may never run."""
@@ -143,7 +148,7 @@ class Worker:
                 name = min(ignored)
                 raise ConfigError(name, props[name], ignored[name])
             assert isinstance(probe, SourceConnector)
-            wrong = exactly_once.problems(props, probe, self.config, {})
+            wrong = exactly_once.problems(props, probe, self.config, {}, self.group_id is not None)
             if wrong:  # a key this worker would ignore, or a connector that cannot do what is required
                 name = min(wrong)
                 raise ConfigError(name, props.get(name), wrong[name][0])
@@ -200,7 +205,8 @@ class Worker:
         try:
             instance = connector.instance
             connector.hooks = plugin_manager(instance, self.plugins).hook
-            instance.initialize(WorkerConnectorContext(connector, self.clock, self.offset_store))
+            offsets = self.connector_offset_store(connector.config) or self.offset_store
+            instance.initialize(WorkerConnectorContext(connector, self.clock, offsets))
             instance.start(props)
         except Exception as error:
             self.startups.connector_failures += 1
@@ -414,12 +420,13 @@ class Worker:
     ) -> WorkerSourceTask:
         """A source task: in transactions when the worker delivers exactly once."""
         producer_config = self._client_config(connector, "producer")
+        offsets = self.connector_offset_store(connector.config) or self.offset_store
         if not self.exactly_once:
             if exactly_once.worker_support(self.config) == "preparing":
                 log.info("task %s delivers at least once: exactly-once source support is only preparing here", id)
             producer = self.transport.producer(producer_config)
             return WorkerSourceTask(
-                id, task, config, settings, producer, self.offset_store, self.clock, self._task_listener, self.plugins
+                id, task, config, settings, producer, offsets, self.clock, self._task_listener, self.plugins
             )
         assert self.group_id is not None
         transactions = exactly_once.Transactions.of(connector.config, self.config, self.group_id, str(id))
@@ -440,12 +447,46 @@ class Worker:
             config,
             settings,
             transactional,
-            self.offset_store,
+            offsets,
             transactions,
             self.clock,
             self._task_listener,
             self.plugins,
         )
+
+    def connector_offset_store(self, connector_config: Mapping[str, Any]) -> ConnectorOffsetStore | None:
+        """The offsets of a source connector whose ``offsets.storage.topic`` names a topic of its own (KIP-618):
+        that topic first, the worker's offsets topic as fallback (:mod:`~headwater.runtime.storage.connector_offsets`).
+        ``None`` when its offsets go to the worker's offset store: no such key, or the worker's own topic named (Kafka
+        Connect then uses that topic alone). The connector's tasks, the connector and the REST offsets endpoints all
+        get their store here.
+
+        The topic is on the worker's Kafka cluster (a ``producer.override.bootstrap.servers`` naming another cluster
+        is refused by :func:`~headwater.runtime.exactly_once.problems`); it is created when missing with the
+        worker's offsets topic partitions and replication factor. One store of it per worker, started at the first
+        use, read to its end again at each later one (Kafka Connect reads it afresh for each task it starts, which
+        may resume offsets another worker wrote), and stopped by :meth:`stop`."""
+        topic = connector_config.get(exactly_once.OFFSETS_TOPIC)
+        if not topic:
+            return None
+        worker_store = self.offset_store
+        if self.group_id is None or not isinstance(worker_store, KafkaOffsetStore):
+            raise ConnectError(
+                f"{exactly_once.OFFSETS_TOPIC}={topic}: a connector's own offsets topic needs a distributed worker "
+                f"with an offsets topic, and this worker keeps its offsets in {worker_store!r}"
+            )
+        if topic == worker_store.topic:
+            return None
+        with self._offset_topics_lock:
+            store = self._offset_topics.get(topic)
+            fresh = store is None
+            if store is None:
+                store = worker_store.for_topic(topic)
+                store.start()
+                self._offset_topics[topic] = store
+        if not fresh:
+            store.refresh()
+        return ConnectorOffsetStore(worker_store, store)
 
     def _ensure_heartbeat_topic(self, topic: str) -> None:
         """Create a heartbeat topic once per worker, compacted (the latest heartbeat per source partition is what
@@ -518,10 +559,15 @@ class Worker:
         return progressed
 
     def stop(self) -> None:
-        """Stop every task, then every connector (not deleted), then close the config providers."""
+        """Stop every task, then every connector (not deleted), then the stores of connectors' own offsets topics,
+        then close the config providers."""
         self.stop_tasks(list(self.tasks))
         for name in list(self.connectors):
             self.stop_connector(name)
+        with self._offset_topics_lock:
+            stores, self._offset_topics = list(self._offset_topics.values()), {}
+        for store in stores:
+            store.stop()
         self.config_transformer.close()
 
     def _client_config(self, connector: WorkerConnector, client: str) -> dict[str, Any]:

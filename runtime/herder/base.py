@@ -94,7 +94,8 @@ class Herder(abc.ABC):
         self.generations = Generations(status_store)
         """The generation of each run of a connector or task on this worker, which its statuses carry."""
         self.active_topics = ActiveTopics(status_store, worker.clock, bool(worker.config["topic.tracking.enable"]))
-        self.offsets = ConnectorOffsets(offset_store, worker.transport)
+        self.offsets = ConnectorOffsets(self._source_offsets, worker.transport)
+        self._offset_store = offset_store
         self._checked: dict[str, Mapping[str, Any]] = {}
         """Each connector's config last checked by :meth:`_check_started`."""
         previous = worker.listener
@@ -156,7 +157,7 @@ class Herder(abc.ABC):
     def _check(self, props: dict[str, Any]) -> dict[str, str]:
         """Validate a connector config (the unknown keys' warnings returned); an error shows no secret value."""
         try:
-            unknown = check_connector_config(props, self.worker.config)
+            unknown = check_connector_config(props, self.worker.config, self.worker.group_id is not None)
             self.worker.validate(props)
         except ConfigError as error:
             raise scrub_error(error, props) from None
@@ -370,6 +371,11 @@ class Herder(abc.ABC):
     def _refresh_statuses(self) -> None:
         """Catch up with statuses other workers wrote (nothing to do where there are none)."""
         return None
+
+    def _source_offsets(self, name: str) -> OffsetStore:
+        """The offset store of the source connector ``name``: the one :meth:`Worker.connector_offset_store` gives
+        for its config (its own offsets topic), else the herder's."""
+        return self.worker.connector_offset_store(self._require(name)) or self._offset_store
 
     def _refresh_offsets(self) -> None:
         """Catch up with source offsets other workers wrote (nothing to do where there are none)."""

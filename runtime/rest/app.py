@@ -48,7 +48,7 @@ def create_app(
 
     tracking = bool(config["topic.tracking.enable"])
     app.include_router(connectors_router(herder, tracking, bool(config["topic.tracking.allow.reset"])))
-    app.include_router(plugins_router(config))
+    app.include_router(plugins_router(config, herder.worker.group_id is not None))
     if config.get(ADMIN_LISTENERS) != []:  # empty: the admin endpoints are disabled, as in Kafka Connect
         app.include_router(loggers_router(herder))
     return app

@@ -65,9 +65,9 @@ def _check_version(plugin: str, wanted: str, installed: str | None) -> None:
         )
 
 
-def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
+def plugins_router(worker_config: Mapping[str, Any], distributed: bool = False) -> APIRouter:
     """The routes of ``/connector-plugins``; ``worker_config`` is the worker's parsed config (its converters are a
-    connector's unless it names its own)."""
+    connector's unless it names its own), ``distributed`` whether the worker is a distributed one."""
     router = APIRouter(prefix="/connector-plugins", tags=["connector-plugins"])
     allowed = list(worker_config[ALLOWED_MODULES])
 
@@ -97,7 +97,7 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
             return JSONResponse([config_key_info(key, orders[key.name]) for key in keys])
         connector = cls()
         _check_version(plugin, version, connector.version())
-        infos = validate_connector_config({"connector.class": plugin}, worker_config)["configs"]
+        infos = validate_connector_config({"connector.class": plugin}, worker_config, distributed)["configs"]
         own = connector.config_def().keys
         return JSONResponse([info["definition"] for info in infos if info["definition"]["name"] in own])
 
@@ -110,6 +110,6 @@ def plugins_router(worker_config: Mapping[str, Any]) -> APIRouter:
         if included is not None and not _same_plugin(included, plugin, allowed):
             raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
         config = {**props, "connector.class": included or plugin}
-        return JSONResponse(validate_connector_config(config, worker_config))
+        return JSONResponse(validate_connector_config(config, worker_config, distributed))
 
     return router

@@ -1,6 +1,7 @@
 """Stores of the worker's state: source offsets, connector configs and statuses, each in memory and in Kafka."""
 
 from headwater.runtime.storage.configs import TARGET_STATES, ConfigStore, ConfigView, MemoryConfigStore, TargetState
+from headwater.runtime.storage.connector_offsets import ConnectorOffsetStore
 from headwater.runtime.storage.kafka_configs import KafkaConfigStore
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
@@ -28,6 +29,7 @@ __all__ = [
     "TARGET_STATES",
     "ConfigStore",
     "ConfigView",
+    "ConnectorOffsetStore",
     "FileOffsetStore",
     "KafkaConfigStore",
     "KafkaOffsetStore",

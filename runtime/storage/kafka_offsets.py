@@ -52,6 +52,7 @@ class KafkaOffsetStore(LocalOffsetStore):
         timeout_ms: int = 30_000,
     ) -> None:
         super().__init__()
+        self._settings = (cluster, partitions, replication_factor, client_config, timeout_ms)
         self.log = topic_log(
             cluster,
             client_config,
@@ -61,6 +62,17 @@ class KafkaOffsetStore(LocalOffsetStore):
             replication_factor=replication_factor,
             timeout_ms=timeout_ms,
         )
+
+    def for_topic(self, topic: str) -> KafkaOffsetStore:
+        """A store of the offsets topic ``topic`` on the same cluster, with the same settings: a new topic gets this
+        one's partitions and replication factor (Kafka Connect creates a connector's own offsets topic with the
+        worker's ``offset.storage.partitions`` and ``offset.storage.replication.factor``). Not started."""
+        cluster, partitions, replication_factor, client_config, timeout_ms = self._settings
+        return KafkaOffsetStore(cluster, topic, partitions, replication_factor, client_config, timeout_ms=timeout_ms)
+
+    @property
+    def topic(self) -> str:
+        return self.log.topic
 
     def start(self) -> None:
         self.log.start()
@@ -110,6 +122,9 @@ class KafkaOffsetStore(LocalOffsetStore):
                 producer.produce(self.log.topic, value, key)
         except ConnectError as error:
             raise type(error)(f"cannot store offsets of connector {connector!r}: {error}") from None
+
+    def committed(self, connector: str, offsets: Sequence[PartitionOffset]) -> None:
+        """The transaction that held ``offsets`` committed: nothing more to do, they are in this topic."""
 
     def delete_connector(self, connector: str) -> None:
         self.refresh()

@@ -5,10 +5,12 @@ The same loop as :class:`~headwater.runtime.tasks.source.WorkerSourceTask`, over
 
 - At start, :meth:`~headwater.runtime.transport.base.TransactionalProducer.init_transactions` fences every older
   producer of the task (a zombie of an earlier generation, or the producer of a worker that died) and aborts the
-  transaction it left open; only then are the offsets topic read (``read_committed``) and the task started, so it
-  resumes from the last committed transaction.
+  transaction it left open; only then are the offsets topics read (``read_committed``: the connector's own
+  ``offsets.storage.topic`` and the worker's, when it has one) and the task started, so it resumes from the last
+  committed transaction.
 - A transaction begins with the first batch taken after the last one ended. It holds the batch's records, heartbeat
-  records too, and, written last, the source offsets of the records it holds, to the offsets topic; so records and
+  records too, and, written last, the source offsets of the records it holds, to the connector's offsets topic (the
+  worker's unless ``offsets.storage.topic`` names one); so records and
   offsets are stored together or not at all.
 - It commits at the boundary the connector's ``transaction.boundary`` names: after every batch ``poll`` returned
   (poll), every ``transaction.boundary.interval.ms`` (interval), or when the task asks through its
@@ -50,11 +52,16 @@ busy (the Java producer's ``max.block.ms`` default, which Kafka Connect's transa
 
 class TransactionalOffsets(Protocol):
     """An offset store that can write offsets inside a producer's transaction
-    (:class:`~headwater.runtime.storage.kafka_offsets.KafkaOffsetStore`)."""
+    (:class:`~headwater.runtime.storage.kafka_offsets.KafkaOffsetStore`, or a connector's own offsets topic with the
+    worker's as fallback, :class:`~headwater.runtime.storage.connector_offsets.ConnectorOffsetStore`)."""
 
     def send_in(self, producer: TransactionalProducer, connector: str, offsets: Sequence[PartitionOffset]) -> None: ...
 
     def refresh(self) -> None: ...
+
+    def committed(self, connector: str, offsets: Sequence[PartitionOffset]) -> None:
+        """The transaction that held ``offsets`` committed (a connector's own offsets topic copies them to the
+        worker's then)."""
 
 
 class WorkerTransactionContext(TransactionContext):
@@ -286,6 +293,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self.commits += 1
         self._record_size()
         self.submitted.committable()  # every record is acknowledged: forget them
+        if offsets:
+            self.offsets.committed(self.settings.connector, offsets)
         now = self.clock.now_ms()
         known = self.partition_offsets
         for partition, offset in offsets:

@@ -2,7 +2,8 @@
 ``exactly.once.support``, ``transaction.boundary``, ``transaction.boundary.interval.ms`` and
 ``offsets.storage.topic`` are validated with Kafka Connect's validators and ``DistributedHerder`` checks. Only a
 distributed worker may enable the support; a key that would be ignored on a worker without it is refused naming the
-key (validate, create, REST), and so is a per-connector offsets topic, which Headwater does not keep yet."""
+key (validate, create, REST), and so is a per-connector offsets topic on a standalone worker, where Kafka Connect
+ignores it."""
 
 from __future__ import annotations
 
@@ -156,9 +157,35 @@ def test_an_interval_without_the_interval_boundary_is_refused() -> None:
     }
 
 
-def test_a_per_connector_offsets_topic_is_refused_until_headwater_keeps_them() -> None:
-    found = exactly_once.problems({**SOURCE, "offsets.storage.topic": "mine"}, Answering(), ENABLED, {})
-    assert found["offsets.storage.topic"][0].startswith("offsets.storage.topic: per-connector offsets topics are not")
+OWN_TOPIC = {**SOURCE, "offsets.storage.topic": "mine"}
+STANDALONE_REFUSAL = "offsets.storage.topic takes effect only on a distributed worker"
+
+
+@pytest.mark.parametrize("worker", [DEFAULT_WORKER_CONFIG, ENABLED], ids=["disabled", "enabled"])
+def test_a_per_connector_offsets_topic_is_refused_on_a_standalone_worker_and_taken_on_a_distributed_one(
+    worker: dict[str, Any],
+) -> None:
+    found = exactly_once.problems(OWN_TOPIC, Answering(), worker, {})
+    assert found["offsets.storage.topic"][0].startswith(STANDALONE_REFUSAL)
+    assert exactly_once.problems(OWN_TOPIC, Answering(), worker, {}, distributed=True) == {}
+    assert errors_by_key(validate_connector_config(OWN_TOPIC, worker, distributed=True)) == {}
+    refused = errors_by_key(validate_connector_config(OWN_TOPIC, worker))
+    assert refused["offsets.storage.topic"][0].startswith(STANDALONE_REFUSAL)
+
+
+def test_a_per_connector_offsets_topic_on_the_producers_other_cluster_is_refused() -> None:
+    worker = {**ENABLED, "bootstrap.servers": "a:9092,b:9092"}
+    same = {**OWN_TOPIC, "producer.override.bootstrap.servers": "b:9092, a:9092"}
+    assert exactly_once.problems(same, Answering(), worker, {}, distributed=True) == {}
+    other = {**OWN_TOPIC, "producer.override.bootstrap.servers": "c:9092"}
+    found = exactly_once.problems(other, Answering(), worker, {}, distributed=True)
+    assert "Headwater keeps it on the worker's cluster only" in found["offsets.storage.topic"][0]
+
+
+def test_a_standalone_worker_refuses_to_run_a_connector_with_its_own_offsets_topic() -> None:
+    worker = Worker({}, MemoryTransport(MemoryBroker()), MemoryOffsetStore())
+    with pytest.raises(ConfigError, match=STANDALONE_REFUSAL):
+        worker.validate(OWN_TOPIC)
 
 
 def test_required_on_a_worker_without_the_support_gets_kafkas_message() -> None:
