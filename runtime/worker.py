@@ -26,7 +26,7 @@ from headwater.runtime.config_transformer import ConfigTransformer, hide_values,
 from headwater.runtime.logging_context import for_connector, for_task
 from headwater.runtime.override_policy import check_client_settings
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
-from headwater.runtime.storage.connector_offsets import ConnectorOffsetStore
+from headwater.runtime.storage.connector_offsets import ConnectorOffsetStore, OffsetTopics
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
@@ -114,9 +114,8 @@ class Worker:
         self.tasks: dict[TaskId, WorkerTask] = {}
         self._threads: dict[TaskId, threading.Thread] = {}
         self._heartbeat_topics: set[str] = set()
-        self._offset_topics: dict[str, KafkaOffsetStore] = {}
-        """The started store of each connector's own offsets topic, shared by its tasks, connector and REST calls."""
-        self._offset_topics_lock = threading.Lock()
+        self._offset_topics = OffsetTopics(offset_store) if isinstance(offset_store, KafkaOffsetStore) else None
+        """The stores of connectors' own offsets topics, shared by their tasks, connectors and REST calls."""
         self.startups = Startups()
         self.cancelled: list[TaskId] = []
         """Tasks that outlived the graceful timeout: no final commit, and their stop hook may never run."""
@@ -463,30 +462,18 @@ class Worker:
 
         The topic is on the worker's Kafka cluster (a ``producer.override.bootstrap.servers`` naming another cluster
         is refused by :func:`~headwater.runtime.exactly_once.problems`); it is created when missing with the
-        worker's offsets topic partitions and replication factor. One store of it per worker, started at the first
-        use, read to its end again at each later one (Kafka Connect reads it afresh for each task it starts, which
-        may resume offsets another worker wrote), and stopped by :meth:`stop`."""
+        worker's offsets topic partitions and replication factor; one store of it per worker
+        (:class:`~headwater.runtime.storage.connector_offsets.OffsetTopics`), stopped by :meth:`stop`."""
         topic = connector_config.get(exactly_once.OFFSETS_TOPIC)
         if not topic:
             return None
-        worker_store = self.offset_store
-        if self.group_id is None or not isinstance(worker_store, KafkaOffsetStore):
+        topics = self._offset_topics
+        if self.group_id is None or topics is None:
             raise ConnectError(
                 f"{exactly_once.OFFSETS_TOPIC}={topic}: a connector's own offsets topic needs a distributed worker "
-                f"with an offsets topic, and this worker keeps its offsets in {worker_store!r}"
+                f"with an offsets topic, and this worker keeps its offsets in {self.offset_store!r}"
             )
-        if topic == worker_store.topic:
-            return None
-        with self._offset_topics_lock:
-            store = self._offset_topics.get(topic)
-            fresh = store is None
-            if store is None:
-                store = worker_store.for_topic(topic)
-                store.start()
-                self._offset_topics[topic] = store
-        if not fresh:
-            store.refresh()
-        return ConnectorOffsetStore(worker_store, store)
+        return None if topic == topics.worker_store.topic else topics.store(str(topic))
 
     def _ensure_heartbeat_topic(self, topic: str) -> None:
         """Create a heartbeat topic once per worker, compacted (the latest heartbeat per source partition is what
@@ -564,10 +551,8 @@ class Worker:
         self.stop_tasks(list(self.tasks))
         for name in list(self.connectors):
             self.stop_connector(name)
-        with self._offset_topics_lock:
-            stores, self._offset_topics = list(self._offset_topics.values()), {}
-        for store in stores:
-            store.stop()
+        if self._offset_topics is not None:
+            self._offset_topics.stop()
         self.config_transformer.close()
 
     def _client_config(self, connector: WorkerConnector, client: str) -> dict[str, Any]:

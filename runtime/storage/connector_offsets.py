@@ -14,13 +14,14 @@ primary store, the worker's offsets topic (``offset.storage.topic``) the seconda
   are sent in the transaction; Headwater sends it once the transaction committed (:meth:`ConnectorOffsetStore.
   committed`), so the offsets of an aborted transaction never reach either topic.
 
-Both stores are the worker's: one per offsets topic, started once and stopped with the worker
-(:meth:`~headwater.runtime.worker.Worker.connector_offset_store`). This store neither starts nor stops them.
+Both stores are the worker's: one per offsets topic (:class:`OffsetTopics`), started once and stopped with the
+worker (:meth:`~headwater.runtime.worker.Worker.connector_offset_store`). This store neither starts nor stops them.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
@@ -121,3 +122,34 @@ class ConnectorOffsetStore:
 
     def __repr__(self) -> str:
         return f"ConnectorOffsetStore({self.connector_store!r}, falling back to {self.worker_store!r})"
+
+
+class OffsetTopics:
+    """A worker's stores of connectors' own offsets topics, on the cluster of ``worker_store``: one per topic,
+    started at its first use, read to its end again at each later one (Kafka Connect reads it afresh for each task
+    it starts, which may resume offsets another worker wrote). Safe to call from several threads."""
+
+    def __init__(self, worker_store: KafkaOffsetStore) -> None:
+        self.worker_store = worker_store
+        self._stores: dict[str, KafkaOffsetStore] = {}
+        self._lock = threading.Lock()
+
+    def store(self, topic: str) -> ConnectorOffsetStore:
+        """The combined store of the connector whose own offsets topic is ``topic``."""
+        with self._lock:
+            found = self._stores.get(topic)
+            fresh = found is None
+            if found is None:
+                found = self.worker_store.for_topic(topic)
+                found.start()
+                self._stores[topic] = found
+        if not fresh:
+            found.refresh()
+        return ConnectorOffsetStore(self.worker_store, found)
+
+    def stop(self) -> None:
+        """Stop every store started."""
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.stop()
