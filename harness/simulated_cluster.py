@@ -10,7 +10,9 @@ leaves, crashes and task moves happen in an order a test decides, and a run take
 
 A crash stops a worker where it is: no task stops, nothing is committed or handed over. The group coordinator
 notices once ``session.timeout.ms`` of virtual time has passed without the worker (the in-memory group has no
-clock of its own), and hands the worker's slots and sink partitions to the others.
+clock of its own), and hands the worker's slots and sink partitions to the others. A worker can also die in the
+middle of its pass: :class:`WorkerDied`, raised by anything the worker calls (a transport given to the cluster,
+say), stops it at that very call, and the cluster crashes it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.tasks.base import TaskId
 from headwater.runtime.tasks.sink import WorkerSinkTask
+from headwater.runtime.transport.base import Transport
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.transport.memory_group import MemoryConsumer
 from headwater.runtime.transport.memory_membership import MemoryGroupMember
@@ -34,13 +37,29 @@ from headwater.runtime.worker import Worker
 CONFIG_TOPIC, OFFSETS_TOPIC, STATUS_TOPIC = "connect-configs", "connect-offsets", "connect-status"
 GROUP_ID = "connect-cluster"
 
+TransportFactory = Callable[[str, MemoryBroker], Transport]
+"""Makes the transport of a worker, given its name and the cluster's broker."""
+
+
+class WorkerDied(BaseException):
+    """The worker's process dies at the call that raises this, in the middle of its pass: nothing after that call
+    runs (a ``BaseException``, so that no ``except Exception`` of the runtime takes it for a failure it handles).
+    :meth:`SimulatedCluster.step` crashes the worker."""
+
 
 class ClusterWorker:
     """One worker of a :class:`SimulatedCluster`; its :attr:`herder` answers what the REST API would."""
 
-    def __init__(self, name: str, broker: MemoryBroker, clock: VirtualClock, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        broker: MemoryBroker,
+        clock: VirtualClock,
+        config: Mapping[str, Any],
+        transport: Transport | None = None,
+    ) -> None:
         self.name = name
-        self.transport = MemoryTransport(broker)
+        self.transport = transport or MemoryTransport(broker)
         self.config_store = ClusterConfigStore(self.transport, CONFIG_TOPIC)
         self.offset_store = KafkaOffsetStore(self.transport, OFFSETS_TOPIC, partitions=5)
         self.status_store = KafkaStatusStore(self.transport, STATUS_TOPIC, partitions=2)
@@ -97,7 +116,7 @@ class ClusterWorker:
 class SimulatedCluster:
     """Distributed workers sharing one in-memory broker and one virtual clock. ``config`` is every worker's config
     (worker keys, as in a worker file); ``session_timeout_ms`` is how long the group coordinator waits before it
-    takes a crashed worker's slots."""
+    takes a crashed worker's slots; ``transport`` makes each worker's transport (by default the broker's own)."""
 
     def __init__(
         self,
@@ -107,8 +126,10 @@ class SimulatedCluster:
         tick_ms: int = 10,
         session_timeout_ms: int = 10_000,
         broker: MemoryBroker | None = None,
+        transport: TransportFactory | None = None,
     ) -> None:
         self.broker = broker or MemoryBroker()
+        self.make_transport = transport
         self.clock = VirtualClock()
         self.tick_ms = tick_ms
         self.session_timeout_ms = session_timeout_ms
@@ -122,7 +143,9 @@ class SimulatedCluster:
 
     def join(self) -> ClusterWorker:
         """Start one more worker; it joins the groups at its first pass."""
-        worker = ClusterWorker(f"worker-{len(self.workers) + 1}", self.broker, self.clock, self.config)
+        name = f"worker-{len(self.workers) + 1}"
+        transport = None if self.make_transport is None else self.make_transport(name, self.broker)
+        worker = ClusterWorker(name, self.broker, self.clock, self.config, transport)
         self.workers.append(worker)
         return worker
 
@@ -144,9 +167,13 @@ class SimulatedCluster:
     # ---- time --------------------------------------------------------------------------------------------------
 
     def step(self) -> None:
-        """One pass of every live worker, then ``tick_ms`` of virtual time."""
+        """One pass of every live worker, then ``tick_ms`` of virtual time. A worker whose pass raises
+        :class:`WorkerDied` is crashed there."""
         for worker in self.live:
-            worker.step()
+            try:
+                worker.step()
+            except WorkerDied:
+                self.crash(worker)
         self.clock.advance(self.tick_ms)
         self._expire_sessions()
 

@@ -5,17 +5,22 @@ The guarantees are checked while the connector runs, not only at the end: a task
 of its offsets (heartbeat offsets too), with records fed all at once and one at a time and, when the suite knows the
 connector's batch size key, with one and a few records per poll, on several source partitions and ``tasks.max``
 tasks; every record fed must arrive at least once. Duplicates of records that were handed over but not yet
-committed when a task crashed are allowed (at-least-once) and never fail the suite.
+committed when a task crashed are allowed (at-least-once) and never fail these checks.
+
+A connector that declares exactly-once support (KIP-618) is also checked for it, on a simulated cluster whose
+workers die at any point of their transactions (:mod:`headwater.harness.exactly_once`): there a duplicate fails.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
+from headwater.harness import exactly_once
 from headwater.harness import guarantees as g
 from headwater.harness.conformance import (
     BadConfig,
@@ -39,6 +44,8 @@ QUIET_MS = 500
 """The crash test stops crashing once no new data record has been handed over for this long."""
 CRASH_TEST_MS = 30_000
 """The crash test's virtual time limit."""
+EXACTLY_ONCE_HEARTBEAT_MS = 200
+"""The heartbeat interval of the exactly-once check (for tasks that implement heartbeats)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,13 @@ class SourceConformance(Conformance):
     """The connector's config key that bounds the records one ``poll`` returns; when given, the crash test also
     runs with each of :attr:`batch_sizes` (a task that reads ahead of what it hands over is found this way)."""
     batch_sizes: ClassVar[Sequence[int]] = (1, 2)
+    exactly_once: ClassVar[bool | None] = None
+    """Whether to run the exactly-once check: ``None`` (the default) when the connector's
+    ``exactly_once_support(config)`` answers ``SUPPORTED``, ``True`` whatever it answers, ``False`` never."""
+    exactly_once_seeds: ClassVar[Sequence[int]] = (0, 1, 2)
+    """The seeds of the exactly-once check's runs, one run each: each draws where the workers die."""
+    exactly_once_crashes: ClassVar[int] = 4
+    """How many workers die in each run of the exactly-once check."""
 
     def feed(self, config: Mapping[str, Any], count: int) -> Sequence[Any] | None:
         """Add ``count`` new records to the source system and return their values as the records will carry them
@@ -106,6 +120,9 @@ class SourceConformance(Conformance):
         super().pytest_generate_tests(metafunc)
         if "feed_pattern" in metafunc.fixturenames:
             metafunc.parametrize("feed_pattern", FEED_PATTERNS)
+        if "transaction_boundary" in metafunc.fixturenames:
+            connector = resolve_connector_class(type(self).connector)
+            metafunc.parametrize("transaction_boundary", exactly_once.boundaries(connector))
         if "batch_size" in metafunc.fixturenames:
             sizes: list[int | None] = [None]
             if type(self).batch_size_key is not None:
@@ -115,14 +132,19 @@ class SourceConformance(Conformance):
 
     def fed(self, driver: ConnectorDriver, count: int) -> list[Fed]:
         """Feed ``count`` records now; what was fed, for the arrival check."""
-        values = self.feed(driver.config, count)
+        values = self.fed_values(driver.config, count)
+        now = driver.tap.now_ms()
+        return [Fed(now, value) for value in values]
+
+    def fed_values(self, config: Mapping[str, Any], count: int) -> list[Any]:
+        """:meth:`feed`, refusing ``None`` for an answer."""
+        values = self.feed(config, count)
         if values is None:
             raise TypeError(
                 "feed() returned None: it must return the values it added to the source system, as the records "
                 "carry them, so that the suite can check that every one arrives"
             )
-        now = driver.tap.now_ms()
-        return [Fed(now, value) for value in values]
+        return list(values)
 
     def start(self, driver: ConnectorDriver) -> None:
         driver.start()
@@ -242,15 +264,61 @@ class SourceConformance(Conformance):
             assert_idle_partitions_committed(driver)
             self.check_invariants(driver)
 
+    def test_exactly_once_wherever_a_worker_dies(
+        self, conformance_backend: str, tmp_path: Path, transaction_boundary: str
+    ) -> None:
+        """(A connector that declares exactly-once support, or with ``exactly_once=True``.) On a simulated cluster
+        with exactly-once source support, workers die at seeded points of their transactions while records are
+        fed; a ``read_committed`` consumer must see no record twice and every fed record. Skipped, saying why, for
+        a connector that does not declare the support, and for the connector boundary when it cannot define its
+        own transactions."""
+        if conformance_backend != "simulated":
+            pytest.skip("the exactly-once check runs on the simulated cluster only (its broker's transactions)")
+        connector = resolve_connector_class(self.connector)
+        for seed in type(self).exactly_once_seeds:
+            place = tmp_path / f"{tmp_path.name}-seed{seed}"  # a name no other test or seed uses
+            place.mkdir()
+            context = ConformanceContext(place, "conformance", "conformance", "beats")
+            config = self.connector_config(context)
+            strings = {key: str(value) for key, value in config.items() if value is not None}
+            decision = exactly_once.decide(connector, strings, transaction_boundary, type(self).exactly_once)
+            if not decision.runs:
+                pytest.skip(decision.reason)
+            props = exactly_once.connector_props(config, transaction_boundary, decision.declared)
+            beats = self.heartbeat_settings(connector, context, EXACTLY_ONCE_HEARTBEAT_MS)
+            props.update({key: str(value) for key, value in beats.items()})
+            run = exactly_once.ExactlyOnceRun(
+                exactly_once.class_path(self.connector),
+                context.name,
+                props,
+                self.worker_config,
+                seed=seed,
+                crashes=type(self).exactly_once_crashes,
+                feed=lambda count, props=props: self.fed_values(props, count),  # type: ignore[misc]
+                feed_count=self.feed_count,
+                read=self.read,
+                heartbeat_topic=context.heartbeat_topic if beats else None,
+            )
+            try:
+                run.run()
+                run.check()
+            finally:
+                run.close()
+
     # ---- helpers ---------------------------------------------------------------------------------------------
 
     def heartbeats_on(self, driver: ConnectorDriver, context: ConformanceContext, interval_ms: int) -> bool:
         """Turn heartbeats on (every ``interval_ms``), when the task implements them; say whether it does."""
-        task = resolve_connector_class(driver.connector)().task_class()()
-        if not implements_hook(task, "produce_heartbeat_records"):
-            return False
-        driver.config.update({"heartbeat.interval.ms": interval_ms, "heartbeat.records.topic": context.heartbeat_topic})
-        return True
+        settings = self.heartbeat_settings(resolve_connector_class(driver.connector), context, interval_ms)
+        driver.config.update(settings)
+        return bool(settings)
+
+    def heartbeat_settings(self, connector: type[Any], context: ConformanceContext, interval_ms: int) -> dict[str, Any]:
+        """The config keys that turn heartbeats on (every ``interval_ms``), or none when the task does not
+        implement them."""
+        if not implements_hook(connector().task_class()(), "produce_heartbeat_records"):
+            return {}
+        return {"heartbeat.interval.ms": interval_ms, "heartbeat.records.topic": context.heartbeat_topic}
 
     def stored(self, driver: ConnectorDriver) -> dict[str, str]:
         """The stored offset of every source partition handed over so far (canonical JSON), where one is stored."""
@@ -375,14 +443,17 @@ def source_conformance(
     bad_configs: Sequence[BadConfig] = (),
     worker_config: Mapping[str, Any] | None = None,
     kafka: bool = False,
+    exactly_once: bool | None = None,
 ) -> type[SourceConformance]:
     """A pytest class checking ``connector`` (bind it to a ``Test*`` name). ``config`` is the connector config, or
     a callable given a :class:`ConformanceContext`; the probes get the config the connector was given. ``feed``
     returns the values it added; ``advance_log`` is the old name of ``advance_without_data``; ``batch_size_key``
-    names the connector's records-per-poll key (see :attr:`SourceConformance.batch_size_key`)."""
+    names the connector's records-per-poll key (see :attr:`SourceConformance.batch_size_key`); ``exactly_once``
+    asks for the exactly-once check (see :attr:`SourceConformance.exactly_once`)."""
     if advance_without_data is not None and advance_log is not None:
         raise TypeError("give advance_without_data or its old name advance_log, not both")
     probes = {"feed": feed, "provisioned": provisioned, "advance_without_data": advance_without_data or advance_log}
     suite = suite_class(SourceConformance, connector, config, probes, bad_configs, worker_config, kafka)
     suite.batch_size_key = batch_size_key
+    suite.exactly_once = exactly_once
     return suite

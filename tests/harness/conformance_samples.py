@@ -23,6 +23,7 @@ from headwater.sdk import (
     at_least,
     hookimpl,
 )
+from headwater.sdk.transactions import ConnectorTransactionBoundaries, ExactlyOnceSupport
 
 LOGS: dict[str, list[Any]] = {}
 """The source system: a change log per name; ``None`` is a change the connector does not capture."""
@@ -353,6 +354,77 @@ class TidySource(LogSource):
     @hookimpl(specname="stop")
     def on_stop(self, connector_deleted: bool) -> None:
         SLOTS.discard(self.config["log"])
+
+
+class ExactLogSource(LogSource):
+    """Keeps the contract like :class:`LogSource` and says it delivers exactly once, which it does: a task resumes
+    from its committed offsets alone. It can define its own transactions: with ``transaction.boundary=connector``
+    a task commits every second poll, and whenever it has read all there is."""
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport:
+        return ExactlyOnceSupport.SUPPORTED
+
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.SUPPORTED
+
+    def task_class(self) -> type[SourceTask]:
+        return ExactLogTask
+
+
+class ExactLogTask(LogTask):
+    def poll(self) -> list[SourceRecord]:
+        records = super().poll()
+        transactions = self.context.transaction_context
+        if transactions is not None and records:
+            self.polls = getattr(self, "polls", 0) + 1
+            caught_up = all(self.next[name] >= len(log) for name, log in self.logs.items())
+            if caught_up or self.polls % 2 == 0:
+                transactions.commit_transaction(records[-1])
+        return records
+
+
+CHECKPOINTS: dict[str, int] = {}
+"""Where the checkpointing sources keep each log's position, outside their offsets (their own database)."""
+
+
+class LateCheckpointSource(ExactLogSource):
+    """Breaks exactly-once: keeps each log's position in a store of its own, written once the runtime says the
+    offsets are committed, and resumes from it; a worker that dies between a commit and that call leaves the
+    position behind, and the records after it are written again. At least once it is fine."""
+
+    def task_class(self) -> type[SourceTask]:
+        return LateCheckpointTask
+
+
+class LateCheckpointTask(ExactLogTask):
+    def resume_at(self, name: str, stored: Mapping[str, Any] | None) -> int:
+        return CHECKPOINTS[name] + 1 if name in CHECKPOINTS else super().resume_at(name, stored)
+
+    @hookimpl
+    def offsets_committed(self, offsets: Any) -> None:
+        for partition, offset in offsets:
+            if offset is not None:
+                CHECKPOINTS[partition["log"]] = int(offset["position"])
+
+
+class EagerCheckpointSource(ExactLogSource):
+    """Breaks exactly-once (and at-least-once): keeps each log's position in a store of its own, written as it hands
+    records over, and resumes from it; the records of a transaction a dying worker left open are never read again."""
+
+    def task_class(self) -> type[SourceTask]:
+        return EagerCheckpointTask
+
+
+class EagerCheckpointTask(ExactLogTask):
+    def resume_at(self, name: str, stored: Mapping[str, Any] | None) -> int:
+        return CHECKPOINTS[name] + 1 if name in CHECKPOINTS else super().resume_at(name, stored)
+
+    def poll(self) -> list[SourceRecord]:
+        records = super().poll()
+        for record in records:
+            assert record.source_partition is not None and record.source_offset is not None
+            CHECKPOINTS[record.source_partition["log"]] = int(record.source_offset["position"])
+        return records
 
 
 # ---- sinks -----------------------------------------------------------------------------------------------------

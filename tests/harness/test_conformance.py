@@ -42,6 +42,15 @@ TestLogSource = source_conformance(
     kafka=True,  # CI shows the suite on a real broker too
 )
 
+TestExactLogSource = source_conformance(  # declares exactly-once support and connector-defined transactions
+    samples.ExactLogSource,
+    log_config,
+    feed=samples.feed_log,
+    provisioned=samples.slots,
+    advance_without_data=samples.advance_log,
+    batch_size_key="batch.size",
+)
+
 TestLogBatchSource = source_conformance(  # batches with headers, sent as they are
     samples.LogBatchSource,
     log_config,
@@ -94,6 +103,8 @@ TestStray = source(StrayHeartbeatSource)
 TestLeaky = source(LeakySource)
 TestTidy = source(TidySource)
 TestLax = source(LaxSource)
+TestLateCheckpoint = source(LateCheckpointSource)
+TestEagerCheckpoint = source(EagerCheckpointSource)
 TestEager = sink(EagerSink)
 TestOnePast = sink(OnePastSink)
 TestGreedy = sink(GreedySink)
@@ -110,6 +121,8 @@ CLEANUP = "stop(connector_deleted=True) removes what the connector provisioned; 
 WRITTEN = "a committed sink offset covers only records the sink has written"
 BEYOND = "pre_commit returns no offset beyond what was consumed"
 EVENTUALLY = "a sink commits every record it is given, eventually"
+TWICE = "a read_committed consumer sees no record twice, wherever a worker dies (exactly-once source)"
+UNSEEN = "a read_committed consumer sees every record fed to the source, wherever a worker dies (exactly-once source)"
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,12 @@ GATE = {
     "TestLeaky": Planted("cleans up on no stop, not even on delete", CLEANUP),
     "TestTidy": Planted("cleans up on every stop, deleted or not", CLEANUP),
     "TestLax": Planted("accepts any batch size", "config validation rejects a bad value with a message naming its key"),
+    "TestLateCheckpoint": Planted("says exactly once, keeps its position outside offsets, saved after commits", TWICE),
+    "TestEagerCheckpoint": Planted(
+        "says exactly once, keeps its position outside offsets, saved as it hands records over",
+        UNSEEN,
+        frozenset({RESENT, ARRIVES}),
+    ),
     "TestEager": Planted("pre_commit returns current_offsets (commits what it only buffered)", WRITTEN),
     "TestOnePast": Planted("pre_commit says one record more than it wrote is safe", WRITTEN, frozenset({EVENTUALLY})),
     "TestGreedy": Planted("pre_commit returns offsets beyond what was consumed", BEYOND),
@@ -199,7 +218,7 @@ def test_the_suite_fails_every_planted_bug_naming_its_guarantee(gate_run: list[s
         assert planted.guarantee in named, f"{name} ({planted.bug}) never failed naming {planted.guarantee!r}: {named}"
         stray = set(named) - {planted.guarantee} - planted.also
         assert not stray, f"{name} ({planted.bug}) failed naming other guarantees too: {stray}"
-    assert len(GATE) >= 12
+    assert len(GATE) >= 21
     summary = gate_run[-1]
     assert " passed" in summary and "error" not in summary, summary
 
@@ -230,3 +249,13 @@ def test_kafka_option_runs_every_check_on_a_real_broker_too(pytester: pytest.Pyt
     assert sorted(line.replace("[kafka", "[") for line in kafka) == sorted(
         line.replace("[simulated", "[") for line in simulated
     )
+
+
+def test_exactly_once_failure_names_the_records_written_twice_and_where_a_worker_died(gate_run: list[str]) -> None:
+    text = "\n".join(gate_run)
+    block = text[text.index("TestLateCheckpoint.test_exactly_once_wherever_a_worker_dies") :]
+    block = block[: block.index("\n____")] if "\n____" in block else block
+    assert f"guarantee broken: {TWICE}" in block
+    assert re.search(r"transaction\.boundary=\w+, seed \d: \d+ records? seen more than once", block)
+    assert re.search(r'\{"log": "log-\S+/\d", "n": \d+\}: 2 times, at conformance@\d+, conformance@\d+', block)
+    assert re.search(r"died right after committing transaction \d+ of connect-cluster-conformance-\d", block)

@@ -1,5 +1,6 @@
-"""The example source keeps Headwater's offset contract: the conformance suite, a stateful test through random
-crashes, restarts, rebalances and failing commits, and a plain test on the simulated worker.
+"""The example source keeps Headwater's offset contract: the conformance suite (with its exactly-once check, as the
+connector declares exactly-once support), a stateful test through random crashes, restarts, rebalances and
+failing commits, and a plain test on the simulated worker.
 
 Run them with ``pytest``; add ``--conformance-kafka`` to run the conformance suite on a real broker too."""
 

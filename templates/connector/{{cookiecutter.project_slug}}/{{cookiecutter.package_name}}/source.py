@@ -7,7 +7,10 @@ Replace the file with your system; keep the shape:
 - lines the connector skips (blank, ``#`` comments) are like changes a CDC source does not capture: its heartbeats
   (``heartbeat.interval.ms``) commit the position past them, so the committed offset keeps up while nothing is sent;
 - ``stop(connector_deleted=True)`` removes what the connector provisioned (here a "slot" file that registers the
-  reader, like a replication slot); a plain stop keeps it.
+  reader, like a replication slot); a plain stop keeps it;
+- a task resumes from its committed offset and nothing else, so it delivers exactly once on workers with
+  ``exactly.once.source.support=enabled``: ``exactly_once_support`` says so, and the conformance suite checks it.
+  Keep a position anywhere but in the offsets (a file, a database, a connector attribute) and it would not.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from headwater.sdk import ConfigDef, ConnectError, SourceConnector, SourceRecord, SourceTask, hookimpl
+from headwater.sdk import (
+    ConfigDef,
+    ConnectError,
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    hookimpl,
+)
 
 from {{ cookiecutter.package_name }} import config as keys
 
@@ -54,6 +65,11 @@ class {{ cookiecutter.class_prefix }}SourceConnector(SourceConnector):
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [self.config]  # one file, one task
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport:
+        """A task resumes from its committed offset alone (see ``start``), so it produces exactly the lines after
+        it again: exactly once with transactions (KIP-618)."""
+        return ExactlyOnceSupport.SUPPORTED
 
     @hookimpl(specname="stop")
     def on_stop(self, connector_deleted: bool) -> None:
