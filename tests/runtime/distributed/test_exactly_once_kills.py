@@ -103,8 +103,10 @@ def kill_twenty_times(tmp_path: Path, bootstrap: str, name: str, support: str) -
             victim.start()
             victim.url()
         wait_until(
-            lambda: len(read_committed(bootstrap, source_topic)) == TOTAL
-            and len(read_committed(bootstrap, mirrored)) == TOTAL,
+            lambda: (
+                len(read_committed(bootstrap, source_topic)) == TOTAL
+                and len(read_committed(bootstrap, mirrored)) == TOTAL
+            ),
             "every record written and mirrored",
             600,
         )
