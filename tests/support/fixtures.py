@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from support.databases import DatabaseUnavailable, MariadbServer, PostgresServer
+from support.distribution import Distribution, build_distribution
 from support.scratch import ScratchDatabase
 
 REQUIRE_DATABASES_ENV = "HEADWATER_REQUIRE_DATABASES"
@@ -35,6 +36,12 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         path = tmp_path_factory.mktemp("xdg-state")
         patch.setenv("XDG_STATE_HOME", str(path))
         yield path
+
+
+@pytest.fixture(scope="session")
+def headwater_distribution(tmp_path_factory: pytest.TempPathFactory) -> Distribution:
+    """The wheel and sdist built from this tree, once per session (:mod:`support.distribution`)."""
+    return build_distribution(tmp_path_factory.mktemp("dist"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
