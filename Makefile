@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest docs bench clean
+.PHONY: demo test test-fast lint typecheck pytest docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python tools/typecheck.py
 
+# the whole suite, fast tests first; prints the 30 slowest tests
 pytest: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
+
+# the inner loop: everything that needs no broker, database, Spark, JVM, fresh venv or killed process
+# (tests/support/tiers.py); a test that reaches such a service unmarked fails here
+test-fast: $(STAMP)
+	HEADWATER_FAST_TIER=1 $(BIN)/python -m pytest -m "not services" --durations=10
 
 docs: $(STAMP)
 	$(BIN)/python tools/gen_docs.py --check

@@ -44,11 +44,6 @@ def headwater_distribution(tmp_path_factory: pytest.TempPathFactory) -> Distribu
     return build_distribution(tmp_path_factory.mktemp("dist"))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "postgres: needs a PostgreSQL server")
-    config.addinivalue_line("markers", "mariadb: needs a MariaDB server")
-
-
 def _database_server(pytestconfig: pytest.Config, kind: str) -> Iterator[str]:
     """The SQLAlchemy URL of a server of ``kind`` for the session: given by the environment, else started here."""
     given = os.environ.get(DATABASE_URL_ENV[kind])

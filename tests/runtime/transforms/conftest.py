@@ -1,5 +1,5 @@
 """The transform tests' fixtures: Kafka Connect's own transforms in a JVM (:mod:`support.java_transforms`) for the
-parity tests. A test that uses ``java_transforms`` is marked ``java``."""
+parity tests. A test that uses ``java_transforms`` is marked ``java`` (:mod:`support.tiers`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,6 @@ import pytest
 
 from headwater.harness.broker import BrokerUnavailable
 from support.java_transforms import JavaTransforms
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "java_transforms" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.java)
 
 
 @pytest.fixture(scope="session")
