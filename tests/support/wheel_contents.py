@@ -3,7 +3,8 @@ each folder ``pyproject.toml``'s ``[tool.setuptools] package-dir`` maps into ``h
 and, for each entry point the wheel declares, a module in the wheel that defines the named object.
 
 ``wheel_problems(wheel, source_root)`` returns one line per problem; run it by hand on any wheel with
-``python tests/support/wheel_contents.py WHEEL [SOURCE_ROOT]``.
+``python tests/support/wheel_contents.py WHEEL [SOURCE_ROOT]``. ``wheel_differences`` compares two wheels (the one
+built from the sdist and the one built straight from the tree).
 """
 
 from __future__ import annotations
@@ -131,6 +132,21 @@ def wheel_problems(wheel: Path, source_root: Path = SOURCE_ROOT) -> list[str]:
     ]
     problems += [f"not in the tree: {path}" for path in sorted(held - set(expected) - GENERATED)]
     return problems + entry_point_problems(wheel)
+
+
+def wheel_differences(first: Path, second: Path) -> list[str]:
+    """One line per file only one of two wheels holds, and per file both hold with different contents (metadata
+    included: ``METADATA``, ``entry_points.txt``, ``RECORD``)."""
+    with zipfile.ZipFile(first) as one, zipfile.ZipFile(second) as other:
+        names, other_names = set(one.namelist()), set(other.namelist())
+        differences = [f"only in {first.name} from {first.parent.name}: {name}" for name in sorted(names - other_names)]
+        differences += [
+            f"only in {second.name} from {second.parent.name}: {name}" for name in sorted(other_names - names)
+        ]
+        differences += [
+            f"different: {name}" for name in sorted(names & other_names) if one.read(name) != other.read(name)
+        ]
+    return differences
 
 
 if __name__ == "__main__":
