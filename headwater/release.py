@@ -22,8 +22,10 @@ COMMIT_LENGTH = 16
 """Hex digits of a commit shown, as Kafka shows its own (``GET /`` of a Kafka Connect worker)."""
 
 
+@cache
 def version() -> str:
-    """The installed distribution's version; ``headwater.__version__`` where the tree runs without being installed."""
+    """The installed distribution's version (as this process found it: an upgrade while it runs does not change the
+    code it runs); ``headwater.__version__`` where the tree runs without being installed."""
     try:
         return distribution_version(DISTRIBUTION)
     except PackageNotFoundError:

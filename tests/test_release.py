@@ -1,5 +1,6 @@
 """Which Headwater this is (:mod:`headwater.release`): the version from the installed distribution, the commit the
-build recorded from its git checkout, or, for the development install, the commit checked out."""
+build recorded from its git checkout, or, for the development install, the commit checked out; ``headwater
+--version`` prints both."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+
+import pytest
 
 import headwater
 from headwater import release
@@ -45,6 +48,17 @@ def test_the_installed_wheel_reports_its_recorded_commit(headwater_distribution:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [headwater.__version__, str(release.git_commit(SOURCE_ROOT))]
+
+
+@pytest.mark.parametrize(
+    "command", [[sys.executable, "-m", "headwater"], [str(Path(sys.executable).parent / "headwater")]]
+)
+def test_headwater_dash_dash_version_prints_the_version_and_the_commit(command: list[str]) -> None:
+    done = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    commit = release.git_commit(SOURCE_ROOT)
+    version = importlib.metadata.version("headwater")
+    assert done.stdout == (f"headwater {version} (commit {commit})\n" if commit else f"headwater {version}\n")
 
 
 def test_the_development_install_reports_the_commit_checked_out() -> None:
