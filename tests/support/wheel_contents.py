@@ -17,9 +17,11 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
+from headwater import release
+
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 BYTECODE = {".pyc", ".pyo"}
-GENERATED = {"headwater/commit.txt"}
+GENERATED = {f"headwater/{release.COMMIT_FILE}"}
 """Files the build writes into the wheel that are not in the tree (``setup.py``: the commit it was built from)."""
 
 
