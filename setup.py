@@ -4,17 +4,28 @@
 finds every package below those folders and every file in them that is not Python source (``py.typed``, the Spark
 sink's ``ivysettings.xml``, ...), so that a new module or data file cannot be left out of the wheel.
 ``tests/test_wheel.py`` checks the built wheel against the tree.
+
+A build from a git checkout records the commit checked out in ``headwater/commit.txt`` of the wheel, and of the sdist
+so that the wheel built from the sdist has it too (``headwater/release.py`` reads it); a build from anything else
+records none. The wheel is built from a fresh copy of the import root, so that a module deleted from the tree cannot
+linger in it from an earlier build.
 """
 
 from __future__ import annotations
 
+import runpy
+import shutil
 import tomllib
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).parent
 SKIPPED = {"__pycache__"}
+RELEASE = runpy.run_path(str(HERE / "headwater" / "release.py"))
+"""``headwater/release.py``, run on its own: where the commit is recorded and how it is read from git."""
 
 
 def package_dirs() -> dict[str, str]:
@@ -52,4 +63,34 @@ def package_data() -> dict[str, list[str]]:
     return data
 
 
-setup(packages=packages(), package_data=package_data())
+def record_commit(package_folder: Path) -> None:
+    """Write the commit checked out here into ``package_folder`` (the ``headwater`` package of a build or of an
+    sdist's tree), when this is a git checkout."""
+    commit = RELEASE["git_commit"](HERE)
+    if commit is None:
+        return
+    recorded = package_folder / RELEASE["COMMIT_FILE"]
+    recorded.unlink(missing_ok=True)  # never write through a hard link into the tree (sdist's release tree)
+    recorded.write_text(commit + "\n")
+
+
+class BuildPy(build_py):
+    """Builds the import root from scratch and records the commit in it."""
+
+    def run(self) -> None:
+        if not self.editable_mode:
+            shutil.rmtree(Path(self.build_lib) / "headwater", ignore_errors=True)
+        super().run()
+        if not self.editable_mode:
+            record_commit(Path(self.build_lib) / "headwater")
+
+
+class Sdist(sdist):
+    """Records the commit in the sdist, where the wheel built from it finds it as package data."""
+
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        super().make_release_tree(base_dir, files)
+        record_commit(Path(base_dir) / "headwater")
+
+
+setup(packages=packages(), package_data=package_data(), cmdclass={"build_py": BuildPy, "sdist": Sdist})

@@ -1,14 +1,11 @@
 """Headwater's reference connectors, each behind an install extra of its own."""
 
-from importlib.metadata import PackageNotFoundError, version
+from headwater import release
 
 
 def headwater_version() -> str:
-    """The installed Headwater's version, which every reference connector reports as its own."""
-    try:
-        return version("headwater")
-    except PackageNotFoundError:
-        return "0.0.0"
+    """The installed Headwater's version, which every reference connector and its tasks report as their own."""
+    return release.version()
 
 
 __all__ = ["headwater_version"]

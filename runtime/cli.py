@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import Any
 
+from headwater import release
 from headwater.runtime.logging_context import configure_logging
 
 WORKER_STACK = ("fastapi", "uvicorn", "pydantic", "starlette", "prometheus_client")
@@ -12,8 +15,31 @@ WORKER_STACK = ("fastapi", "uvicorn", "pydantic", "starlette", "prometheus_clien
 worker do without them."""
 
 
+def version_line() -> str:
+    """What ``headwater --version`` prints: ``headwater 0.1.0 (commit 0123456789abcdef)``, without the commit when
+    the installed Headwater does not tell it (see :mod:`headwater.release`)."""
+    commit = release.commit()
+    return f"headwater {release.version()}" + (f" (commit {commit})" if commit else "")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: prints :func:`version_line` and exits, looking the commit up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: Any = None
+    ) -> None:
+        print(version_line())
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="headwater", description="Kafka Connect for Python.")
+    parser.add_argument(
+        "--version", action=VersionAction, help="Print the version and the commit it was built from, and exit."
+    )
     parser.add_argument("--log-level", default=None, help="Python logging level (default INFO).")
     commands = parser.add_subparsers(dest="command", required=True)
     standalone = commands.add_parser(

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib.metadata import PackageNotFoundError, entry_points, version
+from importlib.metadata import entry_points
 from typing import Any
 
+from headwater import release
 from headwater.runtime.converters import BUILTIN_CONVERTERS, BUILTIN_HEADER_CONVERTERS, converter_class
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.runtime.transforms.config import resolve
@@ -57,14 +57,6 @@ class PluginDesc:
         return found if isinstance(found, ConfigDef) else ConfigDef()
 
 
-@cache
-def _headwater_version() -> str | None:
-    try:
-        return version("headwater")
-    except PackageNotFoundError:
-        return None
-
-
 def _builtins(registry: Mapping[str, type], kind: str) -> list[PluginDesc]:
     """One description per class of a built-in registry, named by Kafka Connect's class name when it has one."""
     names: dict[type, set[str]] = {}
@@ -75,7 +67,7 @@ def _builtins(registry: Mapping[str, type], kind: str) -> list[PluginDesc]:
         kafka = sorted(name for name in spellings if name.startswith(KAFKA_PACKAGE))
         dotted = sorted(name for name in spellings if "." in name)
         shown = (kafka or dotted or sorted(spellings))[0]
-        found.append(PluginDesc(shown, kind, _headwater_version(), frozenset(spellings), cls))
+        found.append(PluginDesc(shown, kind, release.version(), frozenset(spellings), cls))
     return found
 
 

@@ -23,7 +23,8 @@ class Connector(ABC):
         self.context = context
 
     def version(self) -> str:
-        """The connector's version, listed by ``GET /connector-plugins``."""
+        """The connector's version, listed by ``GET /connector-plugins`` and shown in its status and, unless their
+        class tells their own (:meth:`Task.version`), its tasks'."""
         return "0.0.0"
 
     def config_def(self) -> ConfigDef:

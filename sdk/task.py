@@ -12,9 +12,10 @@ from headwater.sdk.records import SinkRecord, SourceRecord, TopicPartition
 class Task(ABC):
     """A unit of work of a connector, run by the worker on a thread of its own."""
 
-    def version(self) -> str:
-        """The task's version."""
-        return "0.0.0"
+    def version(self) -> str | None:
+        """The task's version; ``None``, the default, has the worker report its connector's version for it, as Kafka
+        Connect's tasks report their connector's. Override it only for a task versioned apart from its connector."""
+        return None
 
     @abstractmethod
     def start(self, config: Mapping[str, str]) -> None:

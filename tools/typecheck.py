@@ -31,7 +31,10 @@ def main() -> int:
                 link.unlink()
             link.symlink_to(ROOT / name, target_is_directory=True)
     args = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
-    args += ["-m", "headwater", "-m", "headwater.__main__"]
+    args += ["-m", "headwater"]
+    for module in sorted(ROOT_PACKAGE.glob("*.py")):
+        if module.stem != "__init__":
+            args += ["-m", f"headwater.{module.stem}"]
     for name in PACKAGES:
         if any((ROOT / name).glob("*.py")):
             args += ["-p", f"headwater.{name}"]

@@ -10,9 +10,9 @@ unparseable value itself, before the task sees it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib.metadata import version
 from typing import Any
 
+from headwater.reference_connectors import headwater_version
 from headwater.reference_connectors.spark_sink.config import CONFIG_DEF, TABLE_CREATOR, SinkConfig
 from headwater.reference_connectors.spark_sink.task import SparkSinkTask
 from headwater.sdk import ConfigDef, ConfigError, SinkConnector, SinkTask
@@ -30,8 +30,8 @@ class SparkSinkConnector(SinkConnector):
     task marked as the one that creates a missing table when a commit coordinator is used."""
 
     def version(self) -> str:
-        """The installed headwater distribution's version (the connector ships in it)."""
-        return version("headwater")
+        """The installed headwater distribution's version (the connector ships in it); its tasks report it too."""
+        return headwater_version()
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from headwater import release
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
 from headwater.runtime.listener_config import ADMIN_LISTENERS
@@ -18,7 +19,7 @@ from headwater.runtime.rest.errors import install_error_handlers
 from headwater.runtime.rest.loggers import loggers_router
 from headwater.runtime.rest.plugins import plugins_router
 from headwater.runtime.rest.requests import RequestShape
-from headwater.runtime.rest.root import headwater_version, root_router
+from headwater.runtime.rest.root import root_router
 
 
 def create_app(
@@ -30,7 +31,7 @@ def create_app(
     config: Mapping[str, Any] = herder.worker.config
     app = FastAPI(
         title="Headwater REST API",
-        version=headwater_version(),
+        version=release.version(),
         description="Kafka Connect's REST API, served by a Headwater worker.",
         redirect_slashes=False,  # RequestShape strips trailing slashes: never a 307 that drops a body
     )

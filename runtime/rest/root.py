@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
+from headwater import release
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import responses
 
 HEALTH_PATH = "/health"
 HEALTH_ERRORS = {503: "The worker is still starting", 500: "The worker's herder does not answer"}
-
-
-def headwater_version() -> str:
-    try:
-        return version("headwater")
-    except PackageNotFoundError:
-        return "unknown"
+UNKNOWN_COMMIT = "unknown"
+"""``commit`` where the installed Headwater does not tell its commit, as Kafka says when its own is not known."""
 
 
 def root_router(herder: Herder, kafka_cluster_id: str | None, health_timeout_s: float) -> APIRouter:
@@ -28,8 +22,14 @@ def root_router(herder: Herder, kafka_cluster_id: str | None, health_timeout_s: 
 
     @router.get("/", responses=responses(schemas.ServerInfo))
     def server_info() -> Response:
-        """The worker's version and the Kafka cluster it works with."""
-        return JSONResponse({"version": headwater_version(), "commit": "unknown", "kafka_cluster_id": kafka_cluster_id})
+        """The worker's version and the commit it was built from, and the Kafka cluster it works with."""
+        return JSONResponse(
+            {
+                "version": release.version(),
+                "commit": release.commit() or UNKNOWN_COMMIT,
+                "kafka_cluster_id": kafka_cluster_id,
+            }
+        )
 
     @router.get(
         HEALTH_PATH,

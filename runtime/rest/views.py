@@ -94,7 +94,8 @@ def state_info(status: Status, restarting: bool = False, version: str | None = N
 
 def plugin_versions(herder: Herder, name: str) -> tuple[str | None, str | None]:
     """The versions of the connector's plugin and of its task class as installed on this worker (Kafka Connect
-    shows the versions its worker runs, KIP-891); None for one that cannot be told."""
+    shows the versions its worker runs, KIP-891), the task's being the connector's when its class tells none
+    (:meth:`Task.version` returns None); None for one that cannot be told."""
     try:
         config = herder.connector_config(name)
         cls = resolve_connector_class(config.get("connector.class") or "", allowed_modules=herder.allowed_modules)
@@ -111,7 +112,7 @@ def _class_versions(cls: type[Connector]) -> tuple[str | None, str | None]:
     except Exception:
         return None, None
     try:
-        task_version: str | None = str(connector.task_class()().version())
+        task_version = connector.task_class()().version()
     except Exception:
-        task_version = None
-    return connector_version, task_version
+        return connector_version, None
+    return connector_version, connector_version if task_version is None else str(task_version)

@@ -26,8 +26,22 @@ class Distribution:
 
 def build_distribution(out: Path) -> Distribution:
     """Builds the sdist, and the wheel from that sdist (``python -m build``'s default), into ``out``."""
+    _build(out)
+    (wheel,) = out.glob("headwater-*.whl")
+    (sdist,) = out.glob("headwater-*.tar.gz")
+    return Distribution(wheel=wheel, sdist=sdist)
+
+
+def build_wheel_from_tree(out: Path) -> Path:
+    """Builds the wheel straight from the tree (``python -m build --wheel``, as ``pip install .`` does) into ``out``."""
+    _build(out, "--wheel")
+    (wheel,) = out.glob("headwater-*.whl")
+    return wheel
+
+
+def _build(out: Path, *options: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(SOURCE_ROOT)],
+        [sys.executable, "-m", "build", *options, "--outdir", str(out), str(SOURCE_ROOT)],
         capture_output=True,
         text=True,
         check=False,
@@ -36,6 +50,3 @@ def build_distribution(out: Path) -> Distribution:
         raise AssertionError(
             f"python -m build failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
         )
-    (wheel,) = out.glob("headwater-*.whl")
-    (sdist,) = out.glob("headwater-*.tar.gz")
-    return Distribution(wheel=wheel, sdist=sdist)
