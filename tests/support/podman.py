@@ -108,7 +108,7 @@ def ensure_podman() -> Podman:
         try:
             ensure_package(program, package, install_env=INSTALL_ENV)
         except DatabaseUnavailable as error:
-            raise ContainersUnavailable(f"{error} (apt-get install podman runc mmdebstrap)") from None
+            raise ContainersUnavailable(f"{error}; the image's test needs podman, runc and mmdebstrap") from None
     conf = cache_root() / "podman" / "containers.conf"
     conf.parent.mkdir(parents=True, exist_ok=True)
     if not conf.exists() or conf.read_text() != CONTAINERS_CONF:
