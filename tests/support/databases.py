@@ -63,12 +63,13 @@ def _find(name: str, patterns: tuple[str, ...] = ()) -> str | None:
     return None
 
 
-def ensure_package(program: str, package: str, patterns: tuple[str, ...] = ()) -> str:
-    """The path of ``program``, installing Debian ``package`` first when it is missing and installing is allowed."""
+def ensure_package(program: str, package: str, patterns: tuple[str, ...] = (), install_env: str = INSTALL_ENV) -> str:
+    """The path of ``program``, installing Debian ``package`` first when it is missing and installing is allowed
+    (as root, unless ``install_env`` is ``0``)."""
     found = _find(program, patterns)
     if found:
         return found
-    if os.environ.get(INSTALL_ENV, "1") == "0" or os.geteuid() != 0 or shutil.which("apt-get") is None:
+    if os.environ.get(install_env, "1") == "0" or os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise DatabaseUnavailable(f"{program} not found: install it with apt-get install {package}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     run_logged(["apt-get", "update"], "updating apt's package lists", _lists_progress, log, timeout_s=900, env=env)

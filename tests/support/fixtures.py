@@ -1,20 +1,24 @@
 """The test suite's own pytest plugin, registered by ``tests/conftest.py``: PostgreSQL and MariaDB servers and a
-scratch database per test for the CDC tests (:mod:`support.databases`, :mod:`support.scratch`). Connector authors
-get none of this; their plugin is :mod:`headwater.harness.plugin`."""
+scratch database per test for the CDC tests (:mod:`support.databases`, :mod:`support.scratch`), and podman with
+the image's Debian base for the container image's test (:mod:`support.podman`). Connector authors get none of
+this; their plugin is :mod:`headwater.harness.plugin`."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from support.databases import DatabaseUnavailable, MariadbServer, PostgresServer
 from support.distribution import Distribution, build_distribution
+from support.podman import ContainersUnavailable, Podman, base_image, ensure_podman
 from support.scratch import ScratchDatabase
 
 REQUIRE_DATABASES_ENV = "HEADWATER_REQUIRE_DATABASES"
+REQUIRE_CONTAINERS_ENV = "HEADWATER_REQUIRE_CONTAINERS"
 DATABASE_URL_ENV = {"postgres": "HEADWATER_POSTGRES_URL", "mariadb": "HEADWATER_MARIADB_URL"}
 
 
@@ -24,6 +28,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=os.environ.get(REQUIRE_DATABASES_ENV, "") not in ("", "0"),
         help=f"fail, rather than skip, when PostgreSQL or MariaDB cannot be had (or set {REQUIRE_DATABASES_ENV}=1)",
+    )
+    parser.getgroup("headwater").addoption(
+        "--require-containers",
+        action="store_true",
+        default=os.environ.get(REQUIRE_CONTAINERS_ENV, "") not in ("", "0"),
+        help=f"fail, rather than skip, when podman cannot build and run the image (or set {REQUIRE_CONTAINERS_ENV}=1)",
     )
 
 
@@ -42,6 +52,32 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 def headwater_distribution(tmp_path_factory: pytest.TempPathFactory) -> Distribution:
     """The wheel and sdist built from this tree, once per session (:mod:`support.distribution`)."""
     return build_distribution(tmp_path_factory.mktemp("dist"))
+
+
+def _containers_unavailable(pytestconfig: pytest.Config, error: ContainersUnavailable) -> NoReturn:
+    message = f"cannot build and run the container image: {error}"
+    if pytestconfig.getoption("require_containers"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def podman(pytestconfig: pytest.Config) -> Podman:
+    """podman (with runc and mmdebstrap), installed with apt-get when missing (:mod:`support.podman`). Skips when
+    that is impossible, unless ``--require-containers``."""
+    try:
+        return ensure_podman()
+    except ContainersUnavailable as error:
+        _containers_unavailable(pytestconfig, error)
+
+
+@pytest.fixture(scope="session")
+def container_base_image(pytestconfig: pytest.Config, podman: Podman) -> str:
+    """The image's Debian base made by ``deploy/container/debian-base.sh``, cached by its recipe."""
+    try:
+        return base_image(podman)
+    except ContainersUnavailable as error:
+        _containers_unavailable(pytestconfig, error)
 
 
 def _database_server(pytestconfig: pytest.Config, kind: str) -> Iterator[str]:

@@ -31,7 +31,7 @@ SERVICE_MARKERS = {
     "java": "runs Kafka Connect's own Java classes (a Java 17 JDK and Maven)",
     "s3": "needs the S3-compatible object store (moto_server)",
     "install": "builds fresh virtual environments from the built wheel",
-    "container": "builds and runs the container image (podman and runc)",
+    "container": "builds and runs the container image with podman (root; podman, runc and mmdebstrap from Debian)",
 }
 """The services a test may need, by marker, each with what it needs."""
 
@@ -50,6 +50,8 @@ FIXTURE_MARKERS = {
     "s3_server": "s3",
     "java_transforms": "java",
     "headwater_distribution": "install",
+    "podman": "container",
+    "container_base_image": "container",
 }
 """The session fixtures that start a service, and the marker a test that uses one gets."""
 
