@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from headwater.sdk.config import ConfigDef
+from headwater.sdk.config import ConfigDef, Type
 from headwater.sdk.errors import ConfigError
 
 _BLANK = " \t\f"
@@ -77,17 +77,23 @@ class ConfigFile:
         """An error about ``key`` of this file, at the line that set it."""
         return PropertiesError(self.path, problem, key, self.lines.get(key) if key else None)
 
-    def config_error(self, error: ConfigError) -> PropertiesError:
-        """A ``ConfigError`` raised for this file's values, re-raised naming the file and line."""
+    def config_error(self, error: ConfigError, password_keys: Collection[str] = ()) -> PropertiesError:
+        """A ``ConfigError`` raised for this file's values, re-raised naming the file and line; the value of a
+        secret key (one of ``password_keys`` or a well-known secret name) is shown hidden, as Kafka's
+        ``Password.toString`` shows it."""
+        from headwater.runtime.secrets import HIDDEN, is_secret  # the error path only: secrets imports the Worker
+
         if isinstance(error, PropertiesError):
             return error
         value = self.values.get(error.key, error.value)  # the text as written, not as parsed
-        problem = error.reason if value is None else f"invalid value {value!r}: {error.reason}"
+        shown = HIDDEN if value is not None and is_secret(error.key or "", password_keys) else repr(value)
+        problem = error.reason if value is None else f"invalid value {shown}: {error.reason}"
         return self.error(error.key or None, problem)
 
     def parse(self, definition: ConfigDef) -> dict[str, Any]:
         """The values parsed by ``definition``; raises :class:`PropertiesError` naming every bad key."""
         errors: list[PropertiesError] = []
+        passwords = {key.name for key in definition if key.type is Type.PASSWORD}
         for key in definition:
             raw = self.values.get(key.name)
             try:
@@ -96,7 +102,7 @@ class ConfigFile:
                 elif key.required:
                     raise ConfigError(key.name, None, _MISSING)
             except ConfigError as error:
-                errors.append(self.config_error(error))
+                errors.append(self.config_error(error, passwords))
         if errors:
             raise PropertiesError.combine(errors)
         return definition.parse(self.values)

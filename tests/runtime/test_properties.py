@@ -209,6 +209,17 @@ def test_parse_names_every_bad_key_with_its_line() -> None:
     assert "\n" not in message
 
 
+def test_an_error_about_a_secret_key_hides_its_value() -> None:
+    secret = "hunter2-not-for-logs"
+    parsed = parse_properties(f"producer.ssl.key.password={secret}\nrest.token={secret}\n", "worker.properties")
+    by_name = parsed.config_error(ConfigError("producer.ssl.key.password", secret, "Expected an integer"))
+    by_type = parsed.config_error(ConfigError("rest.token", secret, "too short"), password_keys={"rest.token"})
+    plain = parsed.config_error(ConfigError("rest.token", secret, "too short"))
+    assert "producer.ssl.key.password: invalid value [hidden]: Expected an integer" in str(by_name)
+    assert "rest.token: invalid value [hidden]: too short" in str(by_type)
+    assert secret in str(plain), "a key that is not secret keeps its value in the message"
+
+
 def test_parse_returns_parsed_values_and_passes_unknown_keys() -> None:
     parsed = ConfigFile("w.properties", {"offset.flush.interval.ms": "500", "producer.acks": "all"})
     values = parsed.parse(WORKER_CONFIG)
