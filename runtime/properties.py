@@ -82,11 +82,13 @@ class ConfigFile:
         secret key (one of ``password_keys`` or a well-known secret name) is shown hidden, as Kafka's
         ``Password.toString`` shows it."""
         from headwater.runtime.secrets import HIDDEN, is_secret  # the error path only: secrets imports the Worker
+        from headwater.sdk.providers import REFERENCE
 
         if isinstance(error, PropertiesError):
             return error
         value = self.values.get(error.key, error.value)  # the text as written, not as parsed
-        shown = HIDDEN if value is not None and is_secret(error.key or "", password_keys) else repr(value)
+        hidden = value is not None and is_secret(error.key or "", password_keys) and REFERENCE.sub("", value) != ""
+        shown = HIDDEN if hidden else repr(value)  # a ${provider:path:key} reference names where, not what
         problem = error.reason if value is None else f"invalid value {shown}: {error.reason}"
         return self.error(error.key or None, problem)
 
