@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import headwater
+from support.counter_job import COUNTER_JOB
 
 
 def test_version_is_the_installed_distributions() -> None:
@@ -49,41 +50,6 @@ class NotInstalled(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NotInstalled())
 """
-
-
-SIMULATED_JOB = """
-from collections.abc import Mapping
-
-from headwater.harness import SimulatedWorker
-from headwater.sdk import SourceConnector, SourceRecord, SourceTask
-
-
-class Counter(SourceConnector):
-    def start(self, config: Mapping[str, str]) -> None:
-        self.config = dict(config)
-
-    def task_class(self) -> type[SourceTask]:
-        return CounterTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [self.config]
-
-
-class CounterTask(SourceTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        self.sent = 0
-
-    def poll(self) -> list[SourceRecord]:
-        self.sent += 1
-        return [SourceRecord({"counter": 0}, {"n": self.sent}, "counts", self.sent)] if self.sent <= 3 else []
-
-
-with SimulatedWorker() as worker:
-    worker.add_connector("counter", Counter, {})
-    worker.advance(1000)
-    assert worker.values("counts") == [1, 2, 3], worker.values("counts")
-"""
-"""A connector run on the simulated worker, as the core install (``headwater`` alone) runs one."""
 
 
 def run_without(roots: tuple[str, ...], script: str) -> subprocess.CompletedProcess[str]:
@@ -164,7 +130,7 @@ assert loaded == [], loaded
 
 
 def test_the_core_runs_a_connector_on_the_simulated_worker() -> None:
-    done = run_without(WORKER_EXTRA + TEST_TOOLS, SIMULATED_JOB + AFTER_THE_JOB)
+    done = run_without(WORKER_EXTRA + TEST_TOOLS, COUNTER_JOB + AFTER_THE_JOB)
     assert done.returncode == 0, done.stderr
 
 
