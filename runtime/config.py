@@ -239,6 +239,43 @@ WORKER_CONFIG = (
     )
 ).merge(LISTENER_CONFIG.merge(METRICS_CONFIG).merge(CLIENT_SETTINGS_CONFIG).merge(exactly_once.WORKER_CONFIG))
 
+STANDALONE_CONFIG = WORKER_CONFIG.merge(
+    ConfigDef()
+    .define(
+        "bootstrap.servers",
+        Type.LIST,
+        "localhost:9092",
+        Importance.HIGH,
+        "host:port pairs of the Kafka cluster to connect to, comma-separated.",
+        non_empty_list,
+    )
+    .define(
+        "broker.check.timeout.ms",
+        Type.LONG,
+        5_000,
+        Importance.LOW,
+        "How long one check that the Kafka cluster answers (a metadata request) may take at startup.",
+        at_least(1),
+    )
+    .define(
+        "broker.check.backoff.ms",
+        Type.LONG,
+        1_000,
+        Importance.LOW,
+        "Wait after the first failed broker check at startup; it doubles after each further failure.",
+        at_least(1),
+    )
+    .define(
+        "broker.check.backoff.max.ms",
+        Type.LONG,
+        30_000,
+        Importance.LOW,
+        "Longest wait between two broker checks at startup.",
+        at_least(1),
+    )
+)
+"""The worker keys a standalone worker reads: the worker's own plus where Kafka is and how to wait for it."""
+
 ERROR_GROUP = "Error Handling"
 """The group of the ``errors.*`` keys in validate responses, as Kafka Connect names it."""
 

@@ -27,7 +27,7 @@ from confluent_kafka import KafkaException
 
 from headwater.runtime import exactly_once
 from headwater.runtime.clients import admin_settings, worker_transport
-from headwater.runtime.config import CONNECTOR_CONFIG, WORKER_CONFIG, non_empty_list, parse_listener
+from headwater.runtime.config import CONNECTOR_CONFIG, STANDALONE_CONFIG, parse_listener
 from headwater.runtime.config_transformer import resolve_worker_file
 from headwater.runtime.connector_names import check_connector_name
 from headwater.runtime.errors import BadRequestError, InvalidConfigError
@@ -51,47 +51,9 @@ from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.transport.kafka_check import check_broker
 from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker, connector_config_def
-from headwater.sdk.config import ConfigDef, Importance, Type, at_least
 from headwater.sdk.errors import ConfigError, ConnectError
 
 log = logging.getLogger(__name__)
-
-STANDALONE_CONFIG = WORKER_CONFIG.merge(
-    ConfigDef()
-    .define(
-        "bootstrap.servers",
-        Type.LIST,
-        "localhost:9092",
-        Importance.HIGH,
-        "host:port pairs of the Kafka cluster to connect to, comma-separated.",
-        non_empty_list,
-    )
-    .define(
-        "broker.check.timeout.ms",
-        Type.LONG,
-        5_000,
-        Importance.LOW,
-        "How long one check that the Kafka cluster answers (a metadata request) may take at startup.",
-        at_least(1),
-    )
-    .define(
-        "broker.check.backoff.ms",
-        Type.LONG,
-        1_000,
-        Importance.LOW,
-        "Wait after the first failed broker check at startup; it doubles after each further failure.",
-        at_least(1),
-    )
-    .define(
-        "broker.check.backoff.max.ms",
-        Type.LONG,
-        30_000,
-        Importance.LOW,
-        "Longest wait between two broker checks at startup.",
-        at_least(1),
-    )
-)
-"""The worker keys a standalone worker reads: the worker's own plus where Kafka is and how to wait for it."""
 
 
 class StandaloneWorker:

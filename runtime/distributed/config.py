@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from headwater.runtime.standalone import STANDALONE_CONFIG
+from headwater.runtime.config import STANDALONE_CONFIG
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type, at_least, non_empty_string
 from headwater.sdk.errors import ConfigError
 

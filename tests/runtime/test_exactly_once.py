@@ -15,12 +15,13 @@ import pytest
 
 from headwater.harness import MonitorableSourceConnector
 from headwater.runtime import exactly_once
+from headwater.runtime.config import STANDALONE_CONFIG
 from headwater.runtime.distributed import DISTRIBUTED_CONFIG
 from headwater.runtime.errors import InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.properties import PropertiesError
 from headwater.runtime.rest import RestServer, create_app
-from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker
+from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.validation import DEFAULT_WORKER_CONFIG, validate_connector_config

@@ -22,8 +22,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from headwater.harness.broker import free_ports
 from headwater.harness.cluster import docker_answers
+from headwater.runtime.config import STANDALONE_CONFIG
 from headwater.runtime.properties import PropertiesError
-from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker
+from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.standalone import main as standalone_main
 from headwater.runtime.startup import GC_THRESHOLDS, wait_for_broker
 from headwater.runtime.storage.offsets import FileOffsetStore

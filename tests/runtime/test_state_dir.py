@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from headwater.runtime.standalone import STANDALONE_CONFIG, StandaloneWorker
+from headwater.runtime.config import STANDALONE_CONFIG
+from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.standalone import main as standalone_main
 from headwater.runtime.state_dir import default_state_dir, offsets_file, prepare_state_dir
 from headwater.sdk.errors import ConfigError
