@@ -1,5 +1,6 @@
 """Fresh virtual environments made from the session's wheel alone (:mod:`support.venvs`), each made once per
-session on first use and shared by the tests that need it; every test here carries the ``install`` marker (:mod:`support.tiers`, by the wheel's fixture)."""
+session on first use and shared by the tests that need it; every test here carries the ``install`` marker
+(:mod:`support.tiers` derives it from the wheel's fixture)."""
 
 from __future__ import annotations
 
