@@ -23,14 +23,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python tools/typecheck.py
 
-# the whole suite, fast tests first; prints the 30 slowest tests
+# the whole suite in two runs: the fast tier first over both cores (a broken rule fails in minutes), then the tests
+# that need services (a broker, databases, Spark, a JVM, fresh venvs, podman, killed workers), which share one of
+# each per session; each run prints its slowest tests
 pytest: $(STAMP)
-	$(BIN)/python -m pytest --durations=30
+	HEADWATER_FAST_TIER=1 $(BIN)/python -m pytest -m "not services" -n 2 --durations=10
+	$(BIN)/python -m pytest -m services --durations=30
 
-# the inner loop: everything that needs no broker, database, Spark, JVM, fresh venv or killed process
-# (tests/support/tiers.py); a test that reaches such a service unmarked fails here
+# the inner loop: everything that needs no service (tests/support/tiers.py), over both cores; a test that reaches
+# a service unmarked fails here
 test-fast: $(STAMP)
-	HEADWATER_FAST_TIER=1 $(BIN)/python -m pytest -m "not services" --durations=10
+	HEADWATER_FAST_TIER=1 $(BIN)/python -m pytest -m "not services" -n 2 --durations=10
 
 docs: $(STAMP)
 	$(BIN)/python tools/gen_docs.py --check
