@@ -20,12 +20,18 @@ if "conformance_samples" not in sys.modules:
     _spec.loader.exec_module(_module)
 
 
+PATTERNS = ("feed_pattern", "produce_pattern")
+"""The parameters that say how records come (all at once, or one per pass): which bugs a check catches depends on
+them (a sink committing what it only buffered shows with records trickling in only), on the real broker too."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The conformance suites' real-broker run of ``test_conformance.py`` keeps one case of each check: the data
-    shapes and states a check is parametrized with (feed patterns, batch sizes, a connector's state at its delete)
-    are the connector's and the herder's logic, which the simulated run covers case by case; what the real broker
-    adds (its producers, consumer groups, compacted topics) is the same in each, and each case costs seconds."""
-    kept: set[tuple[str, str]] = set()
+    """The conformance suites' real-broker run of ``test_conformance.py`` keeps one case of each check per pattern
+    of records (:data:`PATTERNS`): the batch sizes, bad configs and connector states at a delete that a check is
+    also parametrized with exercise the connector's and the herder's logic, which the simulated run covers case by
+    case; what the real broker adds (its producers, consumer groups, compacted topics) is the same in each, and each
+    case costs seconds."""
+    kept: set[tuple[str, ...]] = set()
     deselected: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
@@ -33,7 +39,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if callspec.params.get("conformance_backend") != "kafka":
             continue
-        check = (item.nodeid.split("::")[1], getattr(item, "originalname", item.name))
+        patterns = tuple(str(callspec.params.get(name)) for name in PATTERNS)
+        check = (item.nodeid.split("::")[1], getattr(item, "originalname", item.name), *patterns)
         if check in kept:
             deselected.append(item)
         kept.add(check)
