@@ -52,6 +52,9 @@ def test_sigkill_between_dead_letter_writes_and_the_commit_loses_nothing(
     props = {
         "bootstrap.servers": kafka_bootstrap,
         "offset.flush.interval.ms": "600000",
+        # the killed worker's consumer leaves the group when the broker stops hearing from it: after 6 s, not
+        # librdkafka's default 45 s, so that the restarted worker's consumer gets the partition sooner
+        "consumer.session.timeout.ms": "6000",
         **ALLOWED_MODULES,
     }
     group = f"connect-{name}"

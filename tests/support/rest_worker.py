@@ -17,6 +17,7 @@ from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.rest.security import RestSecurity
 from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
+from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
 from support.connectors import ALLOWED_MODULES
@@ -36,33 +37,11 @@ def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = TIMEO
         time.sleep(0.02)
 
 
-class RestWorker:
-    """A :class:`StandaloneWorker` or a :class:`DistributedWorker` running on a thread; ``http`` talks to its REST
-    API."""
+class RestClient:
+    """What the REST tests ask any worker serving the REST API: ``http`` talks to it at ``url``."""
 
-    def __init__(self, standalone: StandaloneWorker | DistributedWorker) -> None:
-        self.standalone = standalone
-        self.herder = standalone.herder
-        self.stop_event = threading.Event()
-        self.exit_code: int | None = None
-        self.thread = threading.Thread(target=self._run, name="worker-under-test", daemon=True)
-        self.thread.start()
-        rest = wait_until(lambda: self.standalone.rest or self.exit_code is not None, "the REST server starting")
-        assert self.exit_code is None, f"the worker exited with {self.exit_code}"
-        self.url: str = rest.url
-        self.http = httpx.Client(base_url=self.url, timeout=TIMEOUT_S)
-
-    def _run(self) -> None:
-        self.exit_code = self.standalone.run(self.stop_event)
-
-    def stop(self) -> int | None:
-        self.http.close()
-        self.stop_event.set()
-        self.thread.join(TIMEOUT_S)
-        assert not self.thread.is_alive(), "the worker did not stop"
-        return self.exit_code
-
-    # ---- helpers -----------------------------------------------------------------------------------------------
+    url: str
+    http: httpx.Client
 
     def create(self, name: str, config: dict[str, Any], **body: Any) -> httpx.Response:
         response = self.http.post("/connectors", json={"name": name, "config": config, **body})
@@ -105,29 +84,78 @@ class RestWorker:
     def wait_for_offsets(self, name: str, expected: list[dict[str, Any]]) -> None:
         wait_until(lambda: self.offsets(name) == expected, f"{name}'s offsets becoming {expected}")
 
+
+class RestWorker(RestClient):
+    """A :class:`StandaloneWorker` or a :class:`DistributedWorker` running on a thread; ``http`` talks to its REST
+    API."""
+
+    def __init__(self, standalone: StandaloneWorker | DistributedWorker) -> None:
+        self.standalone = standalone
+        self.herder = standalone.herder
+        self.stop_event = threading.Event()
+        self.exit_code: int | None = None
+        self.thread = threading.Thread(target=self._run, name="worker-under-test", daemon=True)
+        self.thread.start()
+        rest = wait_until(lambda: self.standalone.rest or self.exit_code is not None, "the REST server starting")
+        assert self.exit_code is None, f"the worker exited with {self.exit_code}"
+        self.url: str = rest.url
+        self.http = httpx.Client(base_url=self.url, timeout=TIMEOUT_S)
+
+    def _run(self) -> None:
+        self.exit_code = self.standalone.run(self.stop_event)
+
+    def stop(self) -> int | None:
+        self.http.close()
+        self.stop_event.set()
+        self.thread.join(TIMEOUT_S)
+        assert not self.thread.is_alive(), "the worker did not stop"
+        return self.exit_code
+
     def __repr__(self) -> str:
         return f"RestWorker({self.url}, connectors={self.herder.connectors()})"
 
 
-class MemoryRestWorker:
-    """A worker on the in-memory broker, its standalone herder and its REST API on a free loopback port: no broker,
-    no run loop (a test that wants ticks calls ``herder.tick``). Its config is ``props`` (``_`` in keys for ``.``)."""
+class MemoryRestWorker(RestClient):
+    """A worker on the in-memory broker, its standalone herder and its REST API on a free loopback port: no broker.
+    Its config is ``props`` (``_`` in keys for ``.``); statuses go to ``status_store`` (in memory by default). With
+    ``ticking`` its herder ticks on a thread every 100 ms, as the standalone command's run loop does; without, a test
+    that wants ticks calls ``herder.tick``."""
 
-    def __init__(self, health_timeout_s: float = DEFAULT_TIMEOUT_S, **props: Any) -> None:
+    def __init__(
+        self,
+        health_timeout_s: float = DEFAULT_TIMEOUT_S,
+        ticking: bool = False,
+        status_store: StatusStore | None = None,
+        **props: Any,
+    ) -> None:
         config = {
             "listeners": "http://127.0.0.1:0",
             **ALLOWED_MODULES,
             **{key.replace("_", "."): value for key, value in props.items()},
         }
-        self.worker = Worker(config, MemoryTransport(MemoryBroker()), MemoryOffsetStore())
-        self.herder = StandaloneHerder(self.worker)
+        self.broker = MemoryBroker()
+        self.worker = Worker(config, MemoryTransport(self.broker), MemoryOffsetStore())
+        self.herder = StandaloneHerder(self.worker, status_store)
         app = create_app(self.herder, health_timeout_s=health_timeout_s)
         self.server = RestServer(app, "127.0.0.1", 0, RestSecurity.from_config(self.worker.config))
         self.server.start()
         self.url = self.server.url
         self.http = httpx.Client(base_url=self.url, timeout=TIMEOUT_S)
+        self.stop_event = threading.Event()
+        self.ticker: threading.Thread | None = None
+        if ticking:
+            self.ticker = threading.Thread(target=self._tick, name="memory-worker-ticks", daemon=True)
+            self.ticker.start()
+
+    def _tick(self) -> None:
+        while not self.stop_event.wait(0.1):
+            self.herder.tick()
 
     def stop(self) -> None:
+        self.stop_event.set()
+        if self.ticker is not None:
+            self.ticker.join(TIMEOUT_S)
+            assert not self.ticker.is_alive(), "the herder's ticks did not stop"
         self.http.close()
         self.server.stop()
         self.herder.stop()

@@ -1,7 +1,7 @@
 """Three ``headwater distributed`` processes on the real broker: tasks spread evenly, a SIGKILLed worker's tasks
 resume on the others within the session timeout plus one rebalance with no record lost, a new worker takes tasks
-whose previous owners commit them first, a worker that leaves hands its tasks over committed and at once, and a
-delete through a worker without tasks reaches their owners."""
+whose previous owners commit them first, and a worker that leaves hands its tasks over committed and at once. (A
+delete through a worker without tasks reaching their owners is ``test_herder``'s, on workers in threads.)"""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 
 from headwater.harness.kafka_worker import KafkaInspector, RawRecords
 from support.distributed_process import DistributedCluster, DistributedWorkerProcess
-from support.rest_worker import sink_config, source_config, wait_until
+from support.rest_worker import sink_config, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -59,21 +59,15 @@ def sequences(raw_records: RawRecords, topic: str) -> dict[int, list[int]]:
     return found
 
 
-def test_tasks_spread_evenly_over_three_workers(cluster: DistributedCluster, unique_name: str) -> None:
-    workers = [cluster.add_worker() for _ in range(3)]
-    create(cluster, "seq", sequence_config(unique_name, 6), workers[0])
-    cluster.wait_for_running("seq", 6)
-    wait_until(lambda: per_worker(cluster.running_tasks("seq"), workers) == [2, 2, 2], "two tasks per worker")
-    for worker in workers:  # every worker answers with the same picture
-        assert per_worker(cluster.running_tasks("seq", via=worker), workers) == [2, 2, 2]
-
-
 def test_killed_workers_tasks_resume_on_the_others_losing_nothing(
     cluster: DistributedCluster, unique_name: str, raw_records: RawRecords
 ) -> None:
     workers = [cluster.add_worker() for _ in range(3)]
     create(cluster, "seq", sequence_config(unique_name, 6), workers[0])
+    cluster.wait_for_running("seq", 6)
     wait_until(lambda: per_worker(cluster.running_tasks("seq"), workers) == [2, 2, 2], "two tasks per worker")
+    for worker in workers:  # tasks spread evenly, and every worker answers with the same picture
+        assert per_worker(cluster.running_tasks("seq", via=worker), workers) == [2, 2, 2]
     victim, survivors = workers[1], [workers[0], workers[2]]
     moved = sorted(task for task, owner in cluster.running_tasks("seq").items() if owner == victim.worker_id)
     wait_until(lambda: all(len(sequences(raw_records, unique_name).get(t, [])) > 20 for t in moved), "records")
@@ -192,33 +186,3 @@ def test_sink_tasks_commit_before_moving_to_a_new_worker_or_off_a_leaving_one(
         return all(seen.get(p, set()) >= set(range(count)) for p, count in produced.items())
 
     wait_until(delivered, "every record produced so far put by some sink task")
-
-
-def test_delete_through_a_worker_without_tasks_reaches_their_owners(
-    cluster: DistributedCluster, unique_name: str, raw_records: RawRecords
-) -> None:
-    workers = [cluster.add_worker() for _ in range(3)]
-    create(cluster, "src", source_config(unique_name, tasks_max=2), workers[0])
-    cluster.wait_for_running("src", 2)
-    # the first worker to read the task configs may start both, and one moves at the next rebalance: a task moving
-    # at the delete was stopped with connector_deleted=False and is not running to be told; delete once spread
-    owners = wait_until(lambda: len(set((found := cluster.running_tasks("src")).values())) == 2 and found, "spread")
-    wait_until(lambda: cluster.http().get("/connectors/src/topics").json()["src"]["topics"] == [unique_name], "topic")
-    idle = next(worker for worker in workers if worker.worker_id not in owners.values())
-
-    assert cluster.http(idle).delete("/connectors/src").status_code == 204
-
-    def stops(worker: DistributedWorkerProcess) -> list[tuple[Any, Any]]:
-        return [(e["task"], e["detail"]) for e in worker.events("src") if e["event"] == "stop"]
-
-    for task, owner in owners.items():
-        wait_until(lambda o=owner, t=task: (t, True) in stops(cluster.worker(o)), f"task {task} stopped as deleted")
-    for worker in workers:
-        wait_until(
-            lambda w=worker: cluster.http(w).get("/connectors/src/topics").json()["src"]["topics"] == [], "reset"
-        )
-    task_stops = sorted(stop for worker in workers for stop in stops(worker) if stop[0] is not None and stop[1])
-    assert task_stops == [(0, True), (1, True)], "each task told once that its connector was deleted"
-    topic_key = f"status-topic-{unique_name}:connector-src".encode()
-    last = [value for _, key, value in raw_records(f"{cluster.name}-status") if key == topic_key][-1]
-    assert last is None, "the active topic is tombstoned"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from headwater.harness.kafka_worker import RawRecords
 from headwater.harness.monitorable import MonitorableSourceConnector, RuntimeHandles
 from headwater.runtime.distributed import DistributedHerder
 from support.rest_worker import RestWorker, sink_config, source_config, wait_until
@@ -142,7 +143,7 @@ def test_restart_requests_reach_the_workers_running_the_tasks(
 
 
 def test_delete_through_a_worker_stops_the_owners_tasks_as_deleted(
-    make_worker: MakeWorker, unique_name: str, runtime_handles: RuntimeHandles
+    make_worker: MakeWorker, unique_name: str, runtime_handles: RuntimeHandles, raw_records: RawRecords
 ) -> None:
     a, b, c = make_worker(), make_worker(), make_worker()
     a.create("src", source_config(unique_name, tasks_max=2))
@@ -158,6 +159,9 @@ def test_delete_through_a_worker_stops_the_owners_tasks_as_deleted(
         wait_until(lambda w=worker: w.http.get("/connectors/src/status").status_code == 404, "the statuses gone")
     assert idle.http.get("/connectors").json() == []
     assert idle.http.delete("/connectors/src").status_code == 404
+    topic_key = f"status-topic-{unique_name}:connector-src".encode()
+    last = [value for _, key, value in raw_records(f"{unique_name}-status") if key == topic_key][-1]
+    assert last is None, "the active topic is tombstoned in the status topic"
 
 
 class FailingSource(MonitorableSourceConnector):

@@ -1,4 +1,6 @@
-"""Fixtures for the REST API tests: real standalone workers against the real broker."""
+"""Fixtures for the REST API tests: workers on the in-memory broker, which serve the REST API as a standalone worker
+does, for what the API does; real standalone workers against the real broker where the wire or the broker matters
+(the cluster id, topics and offsets on the real log, the status topic)."""
 
 from __future__ import annotations
 
@@ -54,8 +56,8 @@ def rest_worker(make_rest_worker: MakeWorker) -> RestWorker:
 
 @pytest.fixture
 def make_memory_rest(runtime_handles: RuntimeHandles) -> Iterator[Callable[..., MemoryRestWorker]]:
-    """``make_memory_rest(health_timeout_s=10.0, **worker_props)``: an in-memory worker serving REST, no broker;
-    stopped after the test."""
+    """``make_memory_rest(health_timeout_s=10.0, ticking=False, status_store=None, **worker_props)``: an in-memory
+    worker serving REST, no broker (its herder ticking on a thread with ``ticking``); stopped after the test."""
     made: list[MemoryRestWorker] = []
 
     def make(**props: Any) -> MemoryRestWorker:
@@ -73,3 +75,24 @@ def memory_rest(make_memory_rest: Callable[..., MemoryRestWorker]) -> MemoryRest
     worker = make_memory_rest()
     worker.herder.health.ready()
     return worker
+
+
+@pytest.fixture
+def make_live_rest(make_memory_rest: Callable[..., MemoryRestWorker]) -> Callable[..., MemoryRestWorker]:
+    """``make_live_rest(status_store=None, **worker_props)``: an in-memory worker serving REST as the standalone
+    command runs one, ready, its herder ticking on a thread, with :func:`make_rest_worker`'s settings."""
+
+    def make(**props: Any) -> MemoryRestWorker:
+        worker = make_memory_rest(
+            ticking=True, **{"offset_flush_interval_ms": 200, "consumer_max_poll_records": 100, **props}
+        )
+        worker.herder.health.ready()
+        return worker
+
+    return make
+
+
+@pytest.fixture
+def live_rest(make_live_rest: Callable[..., MemoryRestWorker]) -> MemoryRestWorker:
+    """:func:`make_live_rest` with the default worker config."""
+    return make_live_rest()

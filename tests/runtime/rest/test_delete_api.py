@@ -9,12 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-import pytest
-
 from headwater.sdk import SourceConnector, SourceRecord, SourceTask, hookimpl
-from support.rest_worker import RestWorker, wait_until
-
-pytestmark = pytest.mark.kafka
+from support.rest_worker import MemoryRestWorker, wait_until
 
 
 class ProvisioningTask(SourceTask):
@@ -56,29 +52,29 @@ class ProvisioningSource(SourceConnector):
 
 
 def test_only_delete_tells_the_task_to_remove_what_it_provisioned(
-    rest_worker: RestWorker, unique_name: str, tmp_path: Path
+    live_rest: MemoryRestWorker, unique_name: str, tmp_path: Path
 ) -> None:
     ProvisioningTask.stops.clear()
     ProvisioningSource.stops.clear()
     config = {"connector.class": f"{__name__}:ProvisioningSource", "resource.dir": str(tmp_path), "tasks.max": "2"}
     url = f"/connectors/{unique_name}"
-    rest_worker.create(unique_name, config)
+    live_rest.create(unique_name, config)
     resources = [tmp_path / f"{unique_name}-{task}" for task in (0, 1)]
     wait_until(lambda: all(path.exists() for path in resources), "both tasks provisioning their resource")
 
-    assert rest_worker.http.post(f"{url}/restart?includeTasks=true").status_code == 202
-    assert rest_worker.http.post(f"{url}/tasks/1/restart").status_code == 204
-    assert rest_worker.http.put(f"{url}/pause").status_code == 202
-    assert rest_worker.http.put(f"{url}/resume").status_code == 202
-    assert rest_worker.http.put(f"{url}/config", json={**config, "tasks.max": "1"}).status_code == 200
-    assert rest_worker.http.put(f"{url}/stop").status_code == 204
-    assert rest_worker.http.put(f"{url}/resume").status_code == 202
-    rest_worker.wait_for_states(unique_name, "RUNNING", ["RUNNING"])
+    assert live_rest.http.post(f"{url}/restart?includeTasks=true").status_code == 202
+    assert live_rest.http.post(f"{url}/tasks/1/restart").status_code == 204
+    assert live_rest.http.put(f"{url}/pause").status_code == 202
+    assert live_rest.http.put(f"{url}/resume").status_code == 202
+    assert live_rest.http.put(f"{url}/config", json={**config, "tasks.max": "1"}).status_code == 200
+    assert live_rest.http.put(f"{url}/stop").status_code == 204
+    assert live_rest.http.put(f"{url}/resume").status_code == 202
+    live_rest.wait_for_states(unique_name, "RUNNING", ["RUNNING"])
     assert {deleted for _, deleted in ProvisioningTask.stops} == {False}
     assert set(ProvisioningSource.stops) == {False}
     assert all(path.exists() for path in resources)
 
-    assert rest_worker.http.delete(url).status_code == 204
+    assert live_rest.http.delete(url).status_code == 204
     told = [stop for stop in ProvisioningTask.stops if stop[1]]
     assert told == [(f"{unique_name}-0", True)], "the one running task, exactly once"
     assert ProvisioningSource.stops[-1:] == [True]

@@ -1,5 +1,6 @@
 """Connector offsets over HTTP (KIP-875): read any time; alter and reset only while STOPPED; source offsets in the
-offset store, sink offsets in the consumer group ``connect-<name>``."""
+offset store, sink offsets in the consumer group ``connect-<name>``. On the in-memory worker, but for the sink's
+offsets in a consumer group of the real broker."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from confluent_kafka import Producer
 
 from headwater.harness.monitorable import RuntimeHandles
 from headwater.runtime.connector_offsets import ALTERED, NO_OFFSETS, RESET
-from support.rest_worker import RestWorker, sink_config, source_config, wait_until
-
-pytestmark = pytest.mark.kafka
+from support.rest_worker import MemoryRestWorker, RestWorker, sink_config, source_config, wait_until
 
 
 def not_stopped(name: str) -> str:
@@ -23,49 +22,49 @@ def not_stopped(name: str) -> str:
 
 
 def test_source_offsets_read_altered_and_reset(
-    rest_worker: RestWorker, unique_name: str, runtime_handles: RuntimeHandles
+    live_rest: MemoryRestWorker, unique_name: str, runtime_handles: RuntimeHandles
 ) -> None:
-    rest_worker.create(unique_name, source_config(f"{unique_name}-t"))
+    live_rest.create(unique_name, source_config(f"{unique_name}-t"))
     partition = {"task.id": f"{unique_name}-0"}
-    rest_worker.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])
-    assert rest_worker.http.put(f"/connectors/{unique_name}/stop").status_code == 204
+    live_rest.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])
+    assert live_rest.http.put(f"/connectors/{unique_name}/stop").status_code == 204
     other = {"task.id": "elsewhere"}
     body = {"offsets": [{"partition": partition, "offset": {"saved": 10}}, {"partition": other, "offset": {"n": 1}}]}
-    altered = rest_worker.http.patch(f"/connectors/{unique_name}/offsets", json=body)
+    altered = live_rest.http.patch(f"/connectors/{unique_name}/offsets", json=body)
     assert altered.status_code == 200
     assert altered.json() == {"message": ALTERED}
-    assert sorted(rest_worker.offsets(unique_name), key=str) == sorted(body["offsets"], key=str)
-    removed = rest_worker.http.patch(
+    assert sorted(live_rest.offsets(unique_name), key=str) == sorted(body["offsets"], key=str)
+    removed = live_rest.http.patch(
         f"/connectors/{unique_name}/offsets", json={"offsets": [{"partition": other, "offset": None}]}
     )
     assert removed.status_code == 200
-    assert rest_worker.offsets(unique_name) == [{"partition": partition, "offset": {"saved": 10}}]
-    assert rest_worker.http.put(f"/connectors/{unique_name}/resume").status_code == 202
+    assert live_rest.offsets(unique_name) == [{"partition": partition, "offset": {"saved": 10}}]
+    assert live_rest.http.put(f"/connectors/{unique_name}/resume").status_code == 202
     wait_until(
         lambda: ("start", {"saved": 10}) in runtime_handles.task(unique_name).events, "the task starting from 10"
     )
-    assert rest_worker.http.put(f"/connectors/{unique_name}/stop").status_code == 204
-    reset = rest_worker.http.delete(f"/connectors/{unique_name}/offsets")
+    assert live_rest.http.put(f"/connectors/{unique_name}/stop").status_code == 204
+    reset = live_rest.http.delete(f"/connectors/{unique_name}/offsets")
     assert reset.status_code == 200
     assert reset.json() == {"message": RESET}
-    assert rest_worker.offsets(unique_name) == []
+    assert live_rest.offsets(unique_name) == []
 
 
-def test_altering_or_resetting_a_running_connector_is_refused(rest_worker: RestWorker, unique_name: str) -> None:
-    rest_worker.create(unique_name, source_config(f"{unique_name}-t"))
+def test_altering_or_resetting_a_running_connector_is_refused(live_rest: MemoryRestWorker, unique_name: str) -> None:
+    live_rest.create(unique_name, source_config(f"{unique_name}-t"))
     partition = {"task.id": f"{unique_name}-0"}
-    rest_worker.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])
+    live_rest.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])
     body = {"offsets": [{"partition": partition, "offset": {"saved": 0}}]}
     for response in (
-        rest_worker.http.patch(f"/connectors/{unique_name}/offsets", json=body),
-        rest_worker.http.delete(f"/connectors/{unique_name}/offsets"),
+        live_rest.http.patch(f"/connectors/{unique_name}/offsets", json=body),
+        live_rest.http.delete(f"/connectors/{unique_name}/offsets"),
     ):
         assert response.status_code == 400
         assert response.json() == {"error_code": 400, "message": not_stopped(unique_name)}
-    assert rest_worker.http.put(f"/connectors/{unique_name}/pause").status_code == 202
-    paused = rest_worker.http.delete(f"/connectors/{unique_name}/offsets")
+    assert live_rest.http.put(f"/connectors/{unique_name}/pause").status_code == 202
+    paused = live_rest.http.delete(f"/connectors/{unique_name}/offsets")
     assert paused.status_code == 400, "PAUSED is not STOPPED"
-    assert rest_worker.offsets(unique_name) == [{"partition": partition, "offset": {"saved": 2}}]
+    assert live_rest.offsets(unique_name) == [{"partition": partition, "offset": {"saved": 2}}]
 
 
 @pytest.mark.parametrize(
@@ -76,13 +75,16 @@ def test_altering_or_resetting_a_running_connector_is_refused(rest_worker: RestW
         ({"offsets": [{"partition": {"k": [1]}, "offset": {"n": 1}}]}, "source partition values must be primitives"),
     ],
 )
-def test_bad_alter_requests(rest_worker: RestWorker, unique_name: str, body: dict[str, object], message: str) -> None:
-    rest_worker.create(unique_name, source_config("t"), initial_state="STOPPED")
-    response = rest_worker.http.patch(f"/connectors/{unique_name}/offsets", json=body)
+def test_bad_alter_requests(
+    live_rest: MemoryRestWorker, unique_name: str, body: dict[str, object], message: str
+) -> None:
+    live_rest.create(unique_name, source_config("t"), initial_state="STOPPED")
+    response = live_rest.http.patch(f"/connectors/{unique_name}/offsets", json=body)
     assert response.status_code == 400
     assert message in response.json()["message"]
 
 
+@pytest.mark.kafka
 def test_sink_offsets_are_the_consumer_groups(
     rest_worker: RestWorker, kafka_bootstrap: str, unique_name: str, runtime_handles: RuntimeHandles
 ) -> None:
@@ -116,9 +118,9 @@ def test_sink_offsets_are_the_consumer_groups(
     assert reset.json() == {"message": RESET}
 
 
-def test_bad_sink_partition_is_refused(rest_worker: RestWorker, unique_name: str) -> None:
-    rest_worker.create(unique_name, sink_config(f"{unique_name}-in"), initial_state="STOPPED")
+def test_bad_sink_partition_is_refused(live_rest: MemoryRestWorker, unique_name: str) -> None:
+    live_rest.create(unique_name, sink_config(f"{unique_name}-in"), initial_state="STOPPED")
     body = {"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": -1}, "offset": {"kafka_offset": 1}}]}
-    response = rest_worker.http.patch(f"/connectors/{unique_name}/offsets", json=body)
+    response = live_rest.http.patch(f"/connectors/{unique_name}/offsets", json=body)
     assert response.status_code == 400
     assert "kafka_partition" in response.json()["message"]

@@ -3,11 +3,7 @@ Connect's ``ConfigInfos`` shape."""
 
 from __future__ import annotations
 
-import pytest
-
-from support.rest_worker import RestWorker
-
-pytestmark = pytest.mark.kafka
+from support.rest_worker import MemoryRestWorker
 
 SOURCE_CLASS = "headwater.harness.monitorable.MonitorableSourceConnector"
 DEFINITION_KEYS = {
@@ -25,14 +21,14 @@ DEFINITION_KEYS = {
 }
 
 
-def test_lists_the_installed_connectors(rest_worker: RestWorker) -> None:
-    plugins = rest_worker.http.get("/connector-plugins").json()
+def test_lists_the_installed_connectors(live_rest: MemoryRestWorker) -> None:
+    plugins = live_rest.http.get("/connector-plugins").json()
     assert {"class": SOURCE_CLASS, "type": "source", "version": "0.0.0"} in plugins
     assert {"class": "headwater.harness.monitorable.MonitorableSinkConnector", "type": "sink", "version": "0.0.0"} in (
         plugins
     )
     assert [plugin["class"] for plugin in plugins] == sorted(plugin["class"] for plugin in plugins)
-    every = rest_worker.http.get("/connector-plugins?connectorsOnly=false").json()
+    every = live_rest.http.get("/connector-plugins?connectorsOnly=false").json()
     assert every[: len(plugins)] == plugins, "the connectors first, then transformations, predicates, converters"
     assert {plugin["type"] for plugin in every[len(plugins) :]} == {
         "transformation",
@@ -42,21 +38,21 @@ def test_lists_the_installed_connectors(rest_worker: RestWorker) -> None:
     }
 
 
-def test_plugin_config_lists_the_connectors_own_keys(rest_worker: RestWorker) -> None:
-    response = rest_worker.http.get("/connector-plugins/monitorable-source/config")
+def test_plugin_config_lists_the_connectors_own_keys(live_rest: MemoryRestWorker) -> None:
+    response = live_rest.http.get("/connector-plugins/monitorable-source/config")
     assert response.status_code == 200
     keys = {info["name"]: info for info in response.json()}
     assert set(keys) == {"topic", "messages.per.poll", "max.messages"}
     assert set(keys["topic"]) == DEFINITION_KEYS
     assert keys["messages.per.poll"]["default_value"] == "1"
     assert keys["topic"]["required"] is True
-    unknown = rest_worker.http.get("/connector-plugins/no.such.Plugin/config")
+    unknown = live_rest.http.get("/connector-plugins/no.such.Plugin/config")
     assert unknown.status_code == 404
 
 
-def test_validate_reports_each_key_with_its_errors(rest_worker: RestWorker) -> None:
+def test_validate_reports_each_key_with_its_errors(live_rest: MemoryRestWorker) -> None:
     config = {"connector.class": "monitorable-source", "tasks.max": "zero", "topic": "t", "max.messages": None}
-    response = rest_worker.http.put("/connector-plugins/monitorable-source/config/validate", json=config)
+    response = live_rest.http.put("/connector-plugins/monitorable-source/config/validate", json=config)
     assert response.status_code == 200
     infos = response.json()
     assert set(infos) == {"name", "error_count", "groups", "configs"}
@@ -79,8 +75,8 @@ def test_validate_reports_each_key_with_its_errors(rest_worker: RestWorker) -> N
     assert values["topic"]["value"]["value"] == "t"
 
 
-def test_validate_of_a_valid_config_has_no_errors_and_fills_in_the_class(rest_worker: RestWorker) -> None:
-    response = rest_worker.http.put(
+def test_validate_of_a_valid_config_has_no_errors_and_fills_in_the_class(live_rest: MemoryRestWorker) -> None:
+    response = live_rest.http.put(
         f"/connector-plugins/{SOURCE_CLASS}/config/validate", json={"name": "n", "topic": "t"}
     )
     assert response.status_code == 200
@@ -88,8 +84,8 @@ def test_validate_of_a_valid_config_has_no_errors_and_fills_in_the_class(rest_wo
     assert response.json()["name"] == SOURCE_CLASS
 
 
-def test_validate_with_another_connector_class_is_refused(rest_worker: RestWorker) -> None:
-    response = rest_worker.http.put(
+def test_validate_with_another_connector_class_is_refused(live_rest: MemoryRestWorker) -> None:
+    response = live_rest.http.put(
         "/connector-plugins/monitorable-source/config/validate", json={"connector.class": "monitorable-sink"}
     )
     assert response.status_code == 400
@@ -97,7 +93,7 @@ def test_validate_with_another_connector_class_is_refused(rest_worker: RestWorke
         "error_code": 400,
         "message": "Included connector type monitorable-sink does not match request type monitorable-source",
     }
-    alias = rest_worker.http.put(
+    alias = live_rest.http.put(
         "/connector-plugins/monitorable-source/config/validate",
         json={"connector.class": SOURCE_CLASS, "name": "n", "topic": "t"},
     )

@@ -1,5 +1,6 @@
 """Active topics (KIP-558) over HTTP: KIP-558's three curl examples, sources (heartbeats included) and sinks,
-resets, disabled tracking, the status-topic records, and deletion resetting a connector's topics."""
+resets, disabled tracking, the status-topic records, and deletion resetting a connector's topics. On the in-memory
+worker, but for a sink consuming the real log and the records in a real status topic."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from confluent_kafka import Producer
 from headwater.harness.kafka_worker import RawRecords
 from headwater.harness.monitorable import HANDLES, RuntimeHandles
 from headwater.runtime.storage import KafkaStatusStore, MemoryStatusStore
-from support.rest_worker import RestWorker, sink_config, source_config, wait_until
-
-pytestmark = pytest.mark.kafka
+from support.rest_worker import MemoryRestWorker, RestClient, RestWorker, sink_config, source_config, wait_until
 
 MakeWorker = Callable[..., RestWorker]
+MakeMemory = Callable[..., MemoryRestWorker]
 
 
 def produce(bootstrap: str, topic: str, count: int = 1) -> None:
@@ -26,38 +26,38 @@ def produce(bootstrap: str, topic: str, count: int = 1) -> None:
     assert producer.flush(30) == 0
 
 
-def wait_for_topics(worker: RestWorker, name: str, expected: list[str]) -> None:
+def wait_for_topics(worker: RestClient, name: str, expected: list[str]) -> None:
     wait_until(lambda: worker.topics(name) == expected, f"{name}'s active topics becoming {expected}")
 
 
 # ---- KIP-558's examples ----------------------------------------------------------------------------------------------
 
 
-def test_kip_558_list_a_connectors_topics(rest_worker: RestWorker, unique_name: str) -> None:
+def test_kip_558_list_a_connectors_topics(live_rest: MemoryRestWorker, unique_name: str) -> None:
     topic = f"{unique_name}-foo"
-    rest_worker.create(unique_name, source_config(topic))
-    wait_for_topics(rest_worker, unique_name, [topic])
-    response = rest_worker.http.get(f"/connectors/{unique_name}/topics")
+    live_rest.create(unique_name, source_config(topic))
+    wait_for_topics(live_rest, unique_name, [topic])
+    response = live_rest.http.get(f"/connectors/{unique_name}/topics")
     assert response.status_code == 200
     assert response.json() == {unique_name: {"topics": [topic]}}
 
 
-def test_kip_558_reset_a_connectors_topics(rest_worker: RestWorker, unique_name: str) -> None:
+def test_kip_558_reset_a_connectors_topics(live_rest: MemoryRestWorker, unique_name: str) -> None:
     topic = f"{unique_name}-foo"
-    rest_worker.create(unique_name, source_config(topic))
-    wait_for_topics(rest_worker, unique_name, [topic])
+    live_rest.create(unique_name, source_config(topic))
+    wait_for_topics(live_rest, unique_name, [topic])
     partition = {"task.id": f"{unique_name}-0"}
-    rest_worker.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])  # all acknowledged
-    response = rest_worker.http.put(f"/connectors/{unique_name}/topics/reset")
+    live_rest.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])  # all acknowledged
+    response = live_rest.http.put(f"/connectors/{unique_name}/topics/reset")
     assert response.status_code == 202
     assert response.content == b""
-    assert rest_worker.topics(unique_name) == []
-    rest_worker.herder.tick()  # the source sent its 3 records: an idle topic does not come back
-    assert rest_worker.topics(unique_name) == []
+    assert live_rest.topics(unique_name) == []
+    live_rest.herder.tick()  # the source sent its 3 records: an idle topic does not come back
+    assert live_rest.topics(unique_name) == []
 
 
-def test_kip_558_reset_when_not_allowed(make_rest_worker: MakeWorker, unique_name: str) -> None:
-    worker = make_rest_worker(topic_tracking_allow_reset="false")
+def test_kip_558_reset_when_not_allowed(make_live_rest: MakeMemory, unique_name: str) -> None:
+    worker = make_live_rest(topic_tracking_allow_reset="false")
     topic = f"{unique_name}-foo"
     worker.create(unique_name, source_config(topic))
     wait_for_topics(worker, unique_name, [topic])
@@ -72,20 +72,21 @@ def test_kip_558_reset_when_not_allowed(make_rest_worker: MakeWorker, unique_nam
 # ---- what is recorded ---------------------------------------------------------------------------------------------
 
 
-def test_unknown_connector_has_no_topics(rest_worker: RestWorker) -> None:
-    response = rest_worker.http.get("/connectors/ghost/topics")
+def test_unknown_connector_has_no_topics(live_rest: MemoryRestWorker) -> None:
+    response = live_rest.http.get("/connectors/ghost/topics")
     assert response.status_code == 200
     assert response.json() == {"ghost": {"topics": []}}
-    assert rest_worker.http.put("/connectors/ghost/topics/reset").status_code == 202
+    assert live_rest.http.put("/connectors/ghost/topics/reset").status_code == 202
 
 
-def test_heartbeat_topic_is_an_active_topic_of_the_source(rest_worker: RestWorker, unique_name: str) -> None:
+def test_heartbeat_topic_is_an_active_topic_of_the_source(live_rest: MemoryRestWorker, unique_name: str) -> None:
     data, heartbeats = f"{unique_name}-data", f"{unique_name}-hb"
     config = source_config(data, heartbeat_interval_ms=100, heartbeat_records_topic=heartbeats)
-    rest_worker.create(unique_name, config)
-    wait_for_topics(rest_worker, unique_name, sorted([data, heartbeats]))
+    live_rest.create(unique_name, config)
+    wait_for_topics(live_rest, unique_name, sorted([data, heartbeats]))
 
 
+@pytest.mark.kafka
 def test_sink_topics_are_recorded_when_consumed_and_come_back_after_a_reset_only_when_used(
     rest_worker: RestWorker, kafka_bootstrap: str, unique_name: str
 ) -> None:
@@ -102,18 +103,19 @@ def test_sink_topics_are_recorded_when_consumed_and_come_back_after_a_reset_only
     assert rest_worker.topics(unique_name) == [first], "the idle topic stays gone"
 
 
-def test_restart_keeps_the_topics(rest_worker: RestWorker, unique_name: str) -> None:
+def test_restart_keeps_the_topics(live_rest: MemoryRestWorker, unique_name: str) -> None:
     topic = f"{unique_name}-t"
-    rest_worker.create(unique_name, source_config(topic))
-    wait_for_topics(rest_worker, unique_name, [topic])
-    assert rest_worker.http.post(f"/connectors/{unique_name}/restart?includeTasks=true").status_code == 202
-    assert rest_worker.http.put(f"/connectors/{unique_name}/stop").status_code == 204
-    assert rest_worker.topics(unique_name) == [topic]
+    live_rest.create(unique_name, source_config(topic))
+    wait_for_topics(live_rest, unique_name, [topic])
+    assert live_rest.http.post(f"/connectors/{unique_name}/restart?includeTasks=true").status_code == 202
+    assert live_rest.http.put(f"/connectors/{unique_name}/stop").status_code == 204
+    assert live_rest.topics(unique_name) == [topic]
 
 
 # ---- tracking disabled ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.kafka
 def test_disabled_tracking_forbids_both_endpoints_and_writes_no_topic_records(
     make_rest_worker: MakeWorker, kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
 ) -> None:
@@ -137,6 +139,7 @@ def test_disabled_tracking_forbids_both_endpoints_and_writes_no_topic_records(
 # ---- the status topic ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.kafka
 def test_status_topic_holds_the_topic_record_and_the_reset_tombstone(
     make_rest_worker: MakeWorker, kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
 ) -> None:
@@ -172,9 +175,9 @@ class RecordingStatusStore(MemoryStatusStore):
 
 
 def test_delete_stops_tasks_then_connector_with_true_then_resets_the_topics(
-    make_rest_worker: MakeWorker, unique_name: str, runtime_handles: RuntimeHandles
+    make_live_rest: MakeMemory, unique_name: str, runtime_handles: RuntimeHandles
 ) -> None:
-    worker = make_rest_worker(status_store=RecordingStatusStore())
+    worker = make_live_rest(status_store=RecordingStatusStore())
     topic = f"{unique_name}-t"
     worker.create(unique_name, source_config(topic, tasks_max=2))
     wait_for_topics(worker, unique_name, [topic])
