@@ -188,9 +188,9 @@ def connector_files(paths: Sequence[str]) -> list[ConfigFile]:
 def is_secret_key(key: str) -> bool:
     """Whether the value of the worker key ``key`` is secret: a ``PASSWORD`` key of the worker, or a well-known
     secret name of the Kafka clients under any prefix (:func:`headwater.runtime.secrets.is_secret`)."""
+    from headwater.runtime.config import STANDALONE_CONFIG
     from headwater.runtime.distributed import DISTRIBUTED_CONFIG
     from headwater.runtime.secrets import is_secret
-    from headwater.runtime.standalone import STANDALONE_CONFIG
     from headwater.sdk.config import Type
 
     passwords = {each.name for each in [*DISTRIBUTED_CONFIG, *STANDALONE_CONFIG] if each.type is Type.PASSWORD}

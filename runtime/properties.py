@@ -87,7 +87,7 @@ class ConfigFile:
         if isinstance(error, PropertiesError):
             return error
         value = self.values.get(error.key, error.value)  # the text as written, not as parsed
-        hidden = value is not None and is_secret(error.key or "", password_keys) and REFERENCE.sub("", value) != ""
+        hidden = value is not None and is_secret(error.key or "", password_keys) and REFERENCE.sub("", str(value)) != ""
         shown = HIDDEN if hidden else repr(value)  # a ${provider:path:key} reference names where, not what
         problem = error.reason if value is None else f"invalid value {shown}: {error.reason}"
         return self.error(error.key or None, problem)
