@@ -204,10 +204,15 @@ def test_topic_reset_through_another_worker_clears_what_the_owners_noted(
     make_worker: MakeWorker, unique_name: str
 ) -> None:
     a, b = running_source(make_worker, unique_name)
+    spread_tasks(a, "src")  # settled: a task that moved after the reset would be a new one, not told
     wait_until(lambda: b.topics("src") == [unique_name], "the topic recorded as active")
     assert b.http.put("/connectors/src/topics/reset").status_code == 202
-    tasks = [task for w in (a, b) for task in herder(w).member.running_tasks()]
-    wait_until(lambda: all(not getattr(task, "active_topics", {1}) for task in tasks), "every owner forgot the topic")
+
+    def forgotten() -> bool:
+        tasks = [task for w in (a, b) for task in herder(w).member.running_tasks()]
+        return len(tasks) == 2 and all(not getattr(task, "active_topics", {1}) for task in tasks)
+
+    wait_until(forgotten, "every owner forgot the topic")
     for worker in (a, b):  # each worker reads the tombstones from the status topic in its own time
         wait_until(lambda w=worker: w.topics("src") == [], "the reset seen by every worker")
 
