@@ -62,6 +62,15 @@ def confirmed_flush(database: ScratchDatabase) -> int:
     return parse_lsn(str(text))
 
 
+@pytest.mark.parametrize(
+    ("make_worker", "converters"),
+    [
+        pytest.param("simulated", "json", id="simulated-json"),
+        pytest.param("simulated", "bytes", id="simulated-bytes"),
+        pytest.param("kafka", "json", marks=pytest.mark.kafka, id="kafka-json"),
+    ],
+    indirect=True,
+)  # the converters are the same code on either transport: once on the real broker
 def test_snapshot_then_changes_in_commit_order_with_full_before_images(
     make_worker: Make, postgres_database: ScratchDatabase, prefix: str, converters: dict[str, str]
 ) -> None:

@@ -1,45 +1,20 @@
-"""The services of the cluster-scale tests: the S3 server stores and lists objects, the standalone cluster runs Python
-on an executor in a working directory and a process of its own, and both leave no process behind once stopped."""
+"""The services of the cluster-scale tests: the S3 server stores and lists objects, and it and the standalone cluster
+leave no process behind once stopped. That the cluster runs Python on an executor in a working directory and a
+process of its own is shown where it matters, by the Spark sink's relative table path (test_cluster)."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from support.spark_services import S3Server, ServiceError, SparkCluster, application_conf, bucket_name, pid_alive
+from support.spark_services import S3Server, ServiceError, SparkCluster, bucket_name, pid_alive
 
 pytestmark = pytest.mark.spark
-
-# Runs in a process of its own: the test process may already hold a local SparkContext, and a process has one.
-CLUSTER_JOB = """
-import json, os, sys
-from pyspark.sql import SparkSession
-
-builder = SparkSession.builder.appName("headwater-cluster-check").config("spark.ui.enabled", "false")
-for key, value in json.loads(sys.argv[1]).items():
-    builder = builder.config(key, value)
-spark = builder.getOrCreate()
-try:
-    def where(rows):
-        import os, sys
-        yield {"cwd": os.getcwd(), "pid": os.getpid(), "python": sys.executable}
-
-    executor = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()[0]
-    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    driver = {"cwd": os.getcwd(), "pid": os.getpid(), "jvm_pid": jvm_pid}
-    print(json.dumps({"executor": executor, "driver": driver}))
-finally:
-    spark.stop()
-"""
 
 
 def wait_gone(pids: list[int], timeout_s: float = 30.0) -> list[int]:
@@ -69,23 +44,6 @@ def test_bucket_names_are_valid_s3_names_and_unique(test_name: str) -> None:
 
     assert re.fullmatch(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]", first), first
     assert first != second
-
-
-def test_an_executor_of_the_cluster_runs_in_a_directory_and_process_of_its_own(
-    spark_cluster: SparkCluster, tmp_path: Path
-) -> None:
-    assert len(spark_cluster.alive_workers()) == 1
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    job = [sys.executable, "-c", CLUSTER_JOB, json.dumps(application_conf(spark_cluster.master_url, cores=1))]
-    done = subprocess.run(job, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    executor, driver = found["executor"], found["driver"]
-
-    assert executor["cwd"] != driver["cwd"]
-    assert Path(executor["cwd"]).is_relative_to(spark_cluster.work_dir)
-    assert executor["pid"] not in (os.getpid(), driver["pid"], driver["jvm_pid"])
-    assert executor["python"] == sys.executable
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="the Spark cluster needs Java 17")
