@@ -14,10 +14,10 @@ import importlib
 import os
 import re
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from headwater.runtime.plugins import installed_entry_points
 from headwater.runtime.properties import PropertiesError, parse_properties
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.providers import CONFIG_PROVIDER_ENTRY_POINT_GROUP, ConfigProvider
@@ -140,7 +140,7 @@ def provider_class(key: str, spec: str) -> type[Any]:
     (``package.module:Class`` or ``package.module.Class``)."""
     if spec in BUILT_IN:
         return BUILT_IN[spec]
-    for entry in entry_points(group=CONFIG_PROVIDER_ENTRY_POINT_GROUP):
+    for entry in installed_entry_points(CONFIG_PROVIDER_ENTRY_POINT_GROUP):
         if entry.name == spec:
             loaded: type[Any] = entry.load()
             return loaded

@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from headwater import release
 from headwater.runtime.converters import BUILTIN_CONVERTERS, BUILTIN_HEADER_CONVERTERS, converter_class
+from headwater.runtime.plugins import installed_entry_points
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.runtime.transforms.config import resolve
 from headwater.sdk.config import ConfigDef
@@ -79,7 +79,7 @@ def _installed(group: str, base: type, kind: str) -> list[PluginDesc]:
     """The classes registered under an entry-point group, named by their import path; one that does not load, or
     is not a ``base``, is logged once and left out."""
     found = []
-    for entry in entry_points(group=group):
+    for entry in installed_entry_points(group):
         try:
             cls = entry.load()
             if not (isinstance(cls, type) and issubclass(cls, base)):

@@ -5,10 +5,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import os
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 from functools import cache
-from importlib.metadata import entry_points
+from types import ModuleType
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import pluggy
@@ -54,14 +57,65 @@ def implements_hook(instance: object, name: str) -> bool:
     return False
 
 
+def _path_state() -> tuple[tuple[str, int | None], ...]:
+    """Each ``sys.path`` entry with its modification time: installing or removing a distribution changes the
+    directory its metadata is in, and so this."""
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, None))
+    return tuple(state)
+
+
+_entry_points: dict[str, tuple[tuple[tuple[str, int | None], ...], tuple[EntryPoint, ...]]] = {}
+
+
+def installed_entry_points(group: str) -> tuple[EntryPoint, ...]:
+    """The entry points of ``group``, read again only when ``sys.path`` or one of its directories changed since the
+    last look: reading every distribution's metadata costs milliseconds, and connector classes, converters,
+    transformations and providers are looked up for each config check and each task."""
+    state = _path_state()
+    known = _entry_points.get(group)
+    if known is None or known[0] != state:
+        known = _entry_points[group] = (state, tuple(entry_points(group=group)))
+    return known[1]
+
+
 @cache
 def installed_plugins() -> tuple[object, ...]:
     """Cross-cutting plugins registered under the ``headwater.plugins`` entry-point group, loaded once."""
     found = []
-    for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
+    for entry in installed_entry_points(PLUGIN_ENTRY_POINT_GROUP):
         log.info("loading plugin %s from %s", entry.name, entry.value)
         found.append(entry.load())
     return tuple(found)
+
+
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, with what it finds on a plugin's class remembered per class: a manager is built for every
+    connector and task instance, and pluggy otherwise inspects each attribute of each class every time."""
+
+    _by_class: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
+        cls = type(plugin)
+        if isinstance(plugin, (type, ModuleType)) or hasattr(cls, "__slots__") or name in _own_attributes(plugin):
+            return super().parse_hookimpl_opts(plugin, name)  # found on the object itself, not its class
+        known = self._by_class.setdefault(cls, {})
+        if name not in known:
+            known[name] = super().parse_hookimpl_opts(plugin, name)
+        return known[name]
+
+
+def _own_attributes(plugin: object) -> dict[str, Any]:
+    """The instance's own ``__dict__``, read without running a ``__getattr__``."""
+    try:
+        own = object.__getattribute__(plugin, "__dict__")
+    except AttributeError:
+        return {}
+    return own if isinstance(own, dict) else {}
 
 
 def plugin_manager(instance: Connector | Task, plugins: Sequence[object] | None = None) -> pluggy.PluginManager:
@@ -70,7 +124,7 @@ def plugin_manager(instance: Connector | Task, plugins: Sequence[object] | None 
     Raises :class:`pluggy.PluginValidationError` naming the method when the instance implements an unknown hook or
     asks for an argument a hook does not have.
     """
-    manager = pluggy.PluginManager(PROJECT)
+    manager = _PluginManager(PROJECT)
     manager.add_hookspecs(hookspecs)
     manager.register(DEFAULTS, name="headwater-defaults")
     for plugin in installed_plugins() if plugins is None else plugins:
@@ -89,7 +143,7 @@ def _connector_entry_points() -> tuple[dict[str, type[Connector]], dict[str, str
     not (a reference connector whose extra is not installed, say), by entry-point name."""
     found: dict[str, type[Connector]] = {}
     broken: dict[str, str] = {}
-    for entry in entry_points(group=CONNECTOR_ENTRY_POINT_GROUP):
+    for entry in installed_entry_points(CONNECTOR_ENTRY_POINT_GROUP):
         try:
             loaded = entry.load()
         except Exception as error:

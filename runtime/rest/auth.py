@@ -11,11 +11,11 @@ import inspect
 import os
 import re
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from headwater.runtime.listener_config import BASIC_AUTH_EXTENSION
+from headwater.runtime.plugins import installed_entry_points
 from headwater.runtime.properties import read_properties
 from headwater.sdk.errors import ConfigError
 
@@ -153,7 +153,7 @@ def configured_authenticator(config: Mapping[str, Any]) -> Authenticator | None:
 def installed_authenticator(name: str, config: Mapping[str, Any]) -> Authenticator:
     """Load the ``headwater.rest_authenticators`` entry point ``name`` (a callable taking the worker config) and
     make the authenticator."""
-    found = [entry for entry in entry_points(group=AUTHENTICATOR_ENTRY_POINT_GROUP) if entry.name == name]
+    found = [entry for entry in installed_entry_points(AUTHENTICATOR_ENTRY_POINT_GROUP) if entry.name == name]
     if not found:
         raise ConfigError("rest.authenticator", name, f"No such entry point in {AUTHENTICATOR_ENTRY_POINT_GROUP}")
     authenticator = found[0].load()(config)

@@ -16,10 +16,9 @@ import importlib
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from importlib.metadata import entry_points
 from typing import Any
 
-from headwater.runtime.plugins import import_allowed
+from headwater.runtime.plugins import import_allowed, installed_entry_points
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.runtime.transforms.chain import TransformationChain, TransformStage
 from headwater.sdk.config import REQUIRED, ConfigDef, Importance, Type
@@ -93,7 +92,7 @@ def resolve(
         text = str(spec).strip()
         builtins = BUILTIN_PREDICATES if predicate else BUILTIN_TRANSFORMATIONS
         group = PREDICATE_ENTRY_POINT_GROUP if predicate else TRANSFORMATION_ENTRY_POINT_GROUP
-        installed = {entry.name: entry for entry in entry_points(group=group)}
+        installed = {entry.name: entry for entry in installed_entry_points(group)}
         if text in builtins:
             found = builtins[text]
         elif text in installed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -44,7 +45,9 @@ def test_an_entry_point_that_cannot_load_is_left_out_and_named_when_asked_for(
     real = entry_points(group=CONNECTOR_ENTRY_POINT_GROUP)
     broken = EntryPoint("needs-extra", "headwater_no_such_module:Connector", CONNECTOR_ENTRY_POINT_GROUP)
     monkeypatch.setattr(
-        plugins, "entry_points", lambda group: [*real, broken] if group == CONNECTOR_ENTRY_POINT_GROUP else []
+        plugins,
+        "installed_entry_points",
+        lambda group: (*real, broken) if group == CONNECTOR_ENTRY_POINT_GROUP else (),
     )
     installed = installed_connectors()
     assert "needs-extra" not in installed and installed["monitorable-source"] is MonitorableSourceConnector
@@ -52,6 +55,28 @@ def test_an_entry_point_that_cannot_load_is_left_out_and_named_when_asked_for(
     assert resolve_connector_class("monitorable-sink") is MonitorableSinkConnector
     with pytest.raises(ConfigError, match=r"No module named 'headwater_no_such_module'.*extra it needs installed"):
         resolve_connector_class("needs-extra")
+
+
+def test_a_distribution_installed_while_the_process_runs_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entry points are read once and again only when a ``sys.path`` directory changes, as an install changes it."""
+    group = "headwater.test-entry-points"
+
+    def install(name: str) -> None:
+        info = tmp_path / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[{group}]\n{name} = {name}:Thing\n")
+
+    install("first")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert [entry.name for entry in plugins.installed_entry_points(group)] == ["first"]
+    assert plugins.installed_entry_points(group) is plugins.installed_entry_points(group), "read once"
+    install("second")
+    assert sorted(entry.name for entry in plugins.installed_entry_points(group)) == ["first", "second"]
+    monkeypatch.undo()
+    assert plugins.installed_entry_points(group) == ()
 
 
 @pytest.mark.parametrize(

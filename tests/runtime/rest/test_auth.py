@@ -143,7 +143,7 @@ class FakeEntryPoint:
 
 
 def test_an_installed_authenticator_decides(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("headwater.runtime.rest.auth.entry_points", lambda group: [FakeEntryPoint()])
+    monkeypatch.setattr("headwater.runtime.rest.auth.installed_entry_points", lambda group: [FakeEntryPoint()])
     with serving(rest_authenticator="token") as server:
         refused = send(server, "GET", "/connectors")
         assert (refused.status_code, refused.headers["www-authenticate"]) == (401, "Bearer")
@@ -181,7 +181,7 @@ def test_an_authenticator_can_authorise_by_the_verified_client_certificate(
 ) -> None:
     """Over mutual TLS an authenticator taking ``client_certificate`` is given the certificate the listener verified
     (subject, common name, SANs), None for a client without one; a header cannot pose as one."""
-    monkeypatch.setattr("headwater.runtime.rest.auth.entry_points", lambda group: [CertificateEntryPoint()])
+    monkeypatch.setattr("headwater.runtime.rest.auth.installed_entry_points", lambda group: [CertificateEntryPoint()])
     monkeypatch.setattr(CertificateAuthenticator, "seen", [])
     certificates = Certificates(tmp_path)
     props = certificates.https_props(
