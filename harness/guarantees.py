@@ -69,7 +69,7 @@ def assert_committed_offsets_were_sent(tap: ConnectorTap) -> None:
     """Every committed source offset is the offset of a record (or heartbeat) the task handed over before."""
     for commit, partition, offset in _source_commits(tap):
         sent = tap.sent_by_partition(commit.seen).get(partition, [])
-        if canonical(offset) not in {canonical(s.offset) for s in sent}:
+        if canonical(offset) not in {s.offset_key for s in sent}:
             raise GuaranteeViolation(
                 "a committed source offset is the offset of a record the task handed over",
                 f"partition {partition}: {commit.task} committed {canonical(offset)} at {commit.at_ms} ms, "
@@ -85,7 +85,7 @@ def assert_source_offsets_monotonic(tap: ConnectorTap, order: Callable[[SourceOf
         if order is not None:
             position = order(offset)
         else:
-            firsts = list(dict.fromkeys(canonical(s.offset) for s in tap.sent_by_partition(commit.seen)[partition]))
+            firsts = list(dict.fromkeys(s.offset_key for s in tap.sent_by_partition(commit.seen)[partition]))
             position = firsts.index(canonical(offset))
         before = previous.get(partition)
         if before is not None and position < before[0]:

@@ -382,7 +382,7 @@ class SourceConformance(Conformance):
 
 def committed_offsets(driver: ConnectorDriver, sent: Sequence[Sent]) -> dict[str, SourceOffset | None]:
     """The stored offset of every source partition in ``sent``, by canonical partition."""
-    partitions = {canonical(s.partition): s.partition for s in sent}
+    partitions = {s.partition_key: s.partition for s in sent}
     return {key: driver.worker.source_offset(driver.name, p) for key, p in partitions.items()}
 
 
@@ -394,13 +394,13 @@ def assert_resumed(
     sent_before = driver.tap.sent_by_partition(before)
     after = [s for s in driver.tap.sent[before:] if not s.heartbeat]
     for partition, records in sent_before.items():
-        offsets = [canonical(s.offset) for s in records]
+        offsets = [s.offset_key for s in records]
         mark = committed.get(partition)
         key = None if mark is None else canonical(mark)
         cut = len(offsets) - offsets[::-1].index(key) if key in offsets else 0
         done = set(offsets[:cut]) - set(offsets[cut:])
-        again = [s for s in after if canonical(s.partition) == partition]
-        repeated = [s for s in again if canonical(s.offset) in done]
+        again = [s for s in after if s.partition_key == partition]
+        repeated = [s for s in again if s.offset_key in done]
         where = f"partition {partition}: committed {canonical(mark)} at the {event}"
         if repeated:
             raise g.GuaranteeViolation(
@@ -408,8 +408,8 @@ def assert_resumed(
                 f"{where}, yet after it the task sent again:\n{g.describe(repeated)}\n"
                 f"before it:\n{g.describe(records)}",
             )
-        resent = {canonical(s.offset) for s in again}
-        lost = [s for s in records[cut:] if canonical(s.offset) not in resent and not s.heartbeat]
+        resent = {s.offset_key for s in again}
+        lost = [s for s in records[cut:] if s.offset_key not in resent and not s.heartbeat]
         if lost:
             raise g.GuaranteeViolation(
                 f"records handed over but not committed are sent again after a {event} (at-least-once)",

@@ -12,6 +12,7 @@ import copy
 import json
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from headwater.harness.simulated import SimulatedWorker
@@ -39,6 +40,17 @@ class Sent:
     offset: SourceOffset | None
     topic: str
     value: Any
+
+    @cached_property
+    def partition_key(self) -> str:
+        """The source partition as canonical JSON, worked out once: the checks group what was sent by it after
+        every commit (the partition and offset are the tap's own copies, so they never change)."""
+        return canonical(self.partition)
+
+    @cached_property
+    def offset_key(self) -> str:
+        """The source offset as canonical JSON, worked out once."""
+        return canonical(self.offset)
 
     def __str__(self) -> str:
         kind = "heartbeat" if self.heartbeat else "record"
@@ -211,7 +223,7 @@ class ConnectorTap:
         """The records handed over per source partition (canonical JSON), in order; the first ``upto`` only."""
         found: dict[str, list[Sent]] = {}
         for sent in self.sent[:upto]:
-            found.setdefault(canonical(sent.partition), []).append(sent)
+            found.setdefault(sent.partition_key, []).append(sent)
         return found
 
     def committed_source_offsets(self) -> dict[str, SourceOffset | None]:

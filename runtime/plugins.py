@@ -10,8 +10,8 @@ import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from functools import cache
-from types import ModuleType
 from importlib.metadata import EntryPoint, entry_points
+from types import ModuleType
 from typing import Any
 
 import pluggy
@@ -93,17 +93,19 @@ def installed_plugins() -> tuple[object, ...]:
     return tuple(found)
 
 
+_HOOKS_BY_CLASS: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+"""Per plugin class, what pluggy found under each attribute name (hook options or ``None``)."""
+
+
 class _PluginManager(pluggy.PluginManager):
     """pluggy's manager, with what it finds on a plugin's class remembered per class: a manager is built for every
     connector and task instance, and pluggy otherwise inspects each attribute of each class every time."""
-
-    _by_class: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
         cls = type(plugin)
         if isinstance(plugin, (type, ModuleType)) or hasattr(cls, "__slots__") or name in _own_attributes(plugin):
             return super().parse_hookimpl_opts(plugin, name)  # found on the object itself, not its class
-        known = self._by_class.setdefault(cls, {})
+        known = _HOOKS_BY_CLASS.setdefault(cls, {})
         if name not in known:
             known[name] = super().parse_hookimpl_opts(plugin, name)
         return known[name]
