@@ -15,7 +15,7 @@ def test_heartbeats_release_an_idle_slots_wal_and_without_them_the_slot_keeps_it
     load_bench: Callable[[str], ModuleType], postgres_server: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bench = load_bench("wal_retention")
-    argv = ["--postgres-url", postgres_server, "--wal-mb", "8", "--chunks", "2", "--settle-s", "40"]
+    argv = ["--postgres-url", postgres_server, "--wal-mb", "8", "--chunks", "2", "--settle-s", "30"]
     assert bench.main(argv) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     chunk = re.compile(r"(heartbeat|off): ([\d.]+) MB of WAL written, retained [\d.]+ MB, unconfirmed [\d.]+ MB")

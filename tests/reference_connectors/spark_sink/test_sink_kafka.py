@@ -249,7 +249,7 @@ def test_sigkill_at_random_points_loses_and_repeats_no_record(
     master: str,
     table_format: str,
 ) -> None:
-    records, kills = 2400, 3  # 600 records per run of the worker, at 50 per second
+    records, kills = 1800, 2  # 600 records per run of the worker, at 50 per second
     lake = Lake(f"s3a://{s3_bucket}", spark, s3_server)
     table = lake.table("table")
     connector = {
