@@ -49,10 +49,24 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         yield path
 
 
+def _built(state: dict[str, str]) -> None:
+    """A built distribution has nothing to stop: its files stay in the worker's tmp directory that built it."""
+
+
 @pytest.fixture(scope="session")
-def headwater_distribution(tmp_path_factory: pytest.TempPathFactory) -> Distribution:
-    """The wheel and sdist built from this tree, once per session (:mod:`support.distribution`)."""
-    return build_distribution(tmp_path_factory.mktemp("dist"))
+def headwater_distribution(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Distribution:
+    """The wheel and sdist built from this tree, once per session (:mod:`support.distribution`); under pytest-xdist,
+    once per run, by the first worker that needs them."""
+    shared = SharedServices.of(pytestconfig)
+    if shared is None:
+        return build_distribution(tmp_path_factory.mktemp("dist"))
+
+    def build() -> Started:
+        built = build_distribution(tmp_path_factory.mktemp("dist"))
+        return Started({"wheel": str(built.wheel), "sdist": str(built.sdist)}, _built)
+
+    state = shared.get("headwater-distribution", build, AssertionError)
+    return Distribution(wheel=Path(state["wheel"]), sdist=Path(state["sdist"]))
 
 
 def _containers_unavailable(pytestconfig: pytest.Config, error: ContainersUnavailable) -> NoReturn:
