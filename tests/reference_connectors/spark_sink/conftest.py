@@ -95,15 +95,16 @@ def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def spark_cluster(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
-    """A Spark standalone cluster for the session (one master, one worker with 1 core and 1 GB; under pytest-xdist,
-    one for all workers of the run): ``master_url``, ``work_dir`` (the executors' directories), ``alive_workers()``,
+    """A Spark standalone cluster for the session (one master, one worker with 2 cores and 2 GB, so that the
+    applications of two pytest-xdist workers, each asking for 1 core and 512 MB, run at once; under pytest-xdist one
+    for all workers of the run): ``master_url``, ``work_dir`` (the executors' directories), ``alive_workers()``,
     ``status()``."""
     if shutil.which("java") is None:
         pytest.skip("the Spark cluster needs Java 17")
     shared = SharedServices.of(pytestconfig)
     if shared is not None:
-        start = lambda: _start_shared(SparkCluster(tmp_path_factory.mktemp("spark-cluster")))  # noqa: E731
+        start = lambda: _start_shared(SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g"))  # noqa: E731
         yield SparkCluster.attach(shared.get("spark-cluster", start, ServiceError))
         return
-    with SparkCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+    with SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g") as cluster:
         yield cluster
