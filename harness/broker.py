@@ -156,7 +156,10 @@ def fetch_maven(cache_dir: Path, pom: str, artifact: str) -> Path:
         (cache_dir / "pom.xml").write_text(pom)
         command = [tools["mvn"], "-B", "-f", str(cache_dir / "pom.xml"), "dependency:copy-dependencies"]
         what = f"fetching {artifact}'s jars from Maven Central into {jars}"
-        done = run_logged(command, what, maven_progress, log, timeout_s=1800)
+        cache_root().mkdir(parents=True, exist_ok=True)
+        with open(cache_root() / ".maven.lock", "w") as maven:  # one mvn at a time: jar sets share ~/.m2's files
+            fcntl.flock(maven, fcntl.LOCK_EX)
+            done = run_logged(command, what, maven_progress, log, timeout_s=1800)
         if done.returncode != 0:
             raise BrokerUnavailable(
                 f"{shlex.join(command)} failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}"
@@ -457,6 +460,14 @@ class LocalKafkaBroker:
         return broker
 
 
+def stop_detached(state: dict[str, str]) -> None:
+    """Stops, from any process, the broker that :meth:`LocalKafkaBroker.detach` left running with its data in
+    ``state["data_dir"]``, and removes its data."""
+    broker = LocalKafkaBroker.attach(Path(state["data_dir"]))
+    broker.keep = False
+    broker.stop()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m headwater.harness.broker", description=(__doc__ or "").split("\n")[0]
@@ -483,8 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(broker.bootstrap_servers)
         else:
             broker = LocalKafkaBroker.attach(data_dir)
-            broker.keep = False
-            broker.stop()
+            stop_detached({"data_dir": str(data_dir)})
             print(broker.bootstrap_servers)
     except BrokerUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)

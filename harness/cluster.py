@@ -1,7 +1,10 @@
 """Which Kafka cluster real-broker tests run against, chosen in order: bootstrap servers given by the
 ``--kafka-bootstrap`` option or the ``HEADWATER_KAFKA_BOOTSTRAP`` environment variable; a testcontainers broker
 when a Docker engine answers; a local broker started from Maven Central jars. When none is possible the reason
-says what to install."""
+says what to install.
+
+Under pytest-xdist the local broker is the run's one, shared by its workers (:mod:`.shared_services`): the first
+worker that needs it starts it, the controller stops it when the run ends. A container broker is each worker's own."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafkaBroker
+from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafkaBroker, stop_detached
+from headwater.harness.shared_services import SharedServices, Started
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +70,29 @@ def _local_jars() -> Cluster:
     return Cluster(broker.bootstrap_servers, "local jars", broker.stop)
 
 
-def find_cluster(bootstrap: str | None = None, env: str = BOOTSTRAP_ENV, option: str = "--kafka-bootstrap") -> Cluster:
+def _shared_local_jars(shared: SharedServices, name: str) -> Cluster:
+    """The run's broker from the local jars, recorded as ``name``: started detached by the first worker that asks;
+    stopped by the controller at the end of the run, not by ``stop``."""
+
+    def start() -> Started:
+        broker = LocalKafkaBroker().start()
+        broker.detach()
+        state = {"bootstrap_servers": broker.bootstrap_servers, "data_dir": str(broker.data_dir)}
+        return Started(state, stop_detached, holds=broker)
+
+    return Cluster(shared.get(name, start, BrokerUnavailable)["bootstrap_servers"], "local jars")
+
+
+def find_cluster(
+    bootstrap: str | None = None,
+    env: str = BOOTSTRAP_ENV,
+    option: str = "--kafka-bootstrap",
+    shared: SharedServices | None = None,
+    name: str = "kafka",
+) -> Cluster:
     """The first cluster available in the documented order (given servers: ``bootstrap``, else the environment
-    variable ``env``); raises :class:`BrokerUnavailable` naming what was tried and what to install."""
+    variable ``env``); raises :class:`BrokerUnavailable` naming what was tried and what to install. With ``shared``
+    (on a pytest-xdist worker) a local broker is the run's one named ``name``, started by the first worker to ask."""
     given = bootstrap or os.environ.get(env)
     if given:
         return Cluster(given, "external")
@@ -82,7 +106,7 @@ def find_cluster(bootstrap: str | None = None, env: str = BOOTSTRAP_ENV, option:
     else:
         tried.append("no Docker engine answers")
     try:
-        return _local_jars()
+        return _local_jars() if shared is None else _shared_local_jars(shared, name)
     except BrokerUnavailable as error:
         tried.append(str(error))
     raise BrokerUnavailable(

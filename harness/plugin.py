@@ -17,6 +17,7 @@ import pytest
 
 from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, Cluster, find_cluster
+from headwater.harness.shared_services import WORKERINPUT_KEY, SharedServices, end_run, run_services
 
 if TYPE_CHECKING:
     from headwater.harness.kafka_worker import RawRecords
@@ -56,11 +57,29 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka: needs a real Kafka broker")
 
 
-def _session_cluster(pytestconfig: pytest.Config, option: str, env: str) -> Iterator[Cluster]:
-    """The cluster given by command-line ``option`` or environment variable ``env``, else one found or started."""
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's hook, on the controller, for each worker it starts: the worker gets the directory where the
+    run's shared services are recorded (:mod:`headwater.harness.shared_services`)."""
+    node.workerinput[WORKERINPUT_KEY] = str(run_services(node.config).directory)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On a pytest-xdist controller, once its workers have ended: stops the services they shared."""
+    end_run(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    end_run(config)  # in case the session's end was cut short
+
+
+def _session_cluster(pytestconfig: pytest.Config, option: str, env: str, name: str) -> Iterator[Cluster]:
+    """The cluster given by command-line ``option`` or environment variable ``env``, else one found or started (on a
+    pytest-xdist worker, the run's one recorded as ``name``)."""
     given = pytestconfig.getoption(option.removeprefix("--").replace("-", "_"))
     try:
-        found = find_cluster(given, env, option)
+        found = find_cluster(given, env, option, SharedServices.of(pytestconfig), name)
     except BrokerUnavailable as error:
         if pytestconfig.getoption("require_kafka"):
             pytest.fail(str(error), pytrace=False)
@@ -75,8 +94,9 @@ def _session_cluster(pytestconfig: pytest.Config, option: str, env: str) -> Iter
 @pytest.fixture(scope="session")
 def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """A Kafka cluster for the whole session: given, in a container, or started from the local jars (in that
-    order). Skips the test when none can be had, unless ``--require-kafka``."""
-    yield from _session_cluster(pytestconfig, "--kafka-bootstrap", BOOTSTRAP_ENV)
+    order; under pytest-xdist, one local broker for all workers of the run). Skips the test when none can be had,
+    unless ``--require-kafka``."""
+    yield from _session_cluster(pytestconfig, "--kafka-bootstrap", BOOTSTRAP_ENV, "kafka")
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +104,7 @@ def second_kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """A second Kafka cluster for the whole session, independent of :func:`kafka_cluster` (a mirror's source, say):
     given by ``--second-kafka-bootstrap`` or ``HEADWATER_SECOND_KAFKA_BOOTSTRAP``, else found the same way, so
     usually a second broker from the same local jars. Skips or fails like :func:`kafka_cluster`."""
-    yield from _session_cluster(pytestconfig, "--second-kafka-bootstrap", SECOND_BOOTSTRAP_ENV)
+    yield from _session_cluster(pytestconfig, "--second-kafka-bootstrap", SECOND_BOOTSTRAP_ENV, "second-kafka")
 
 
 @pytest.fixture(scope="session")

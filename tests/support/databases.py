@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import glob
 import json
 import logging
@@ -71,10 +72,17 @@ def ensure_package(program: str, package: str, patterns: tuple[str, ...] = (), i
         return found
     if os.environ.get(install_env, "1") == "0" or os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise DatabaseUnavailable(f"{program} not found: install it with apt-get install {package}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run_logged(["apt-get", "update"], "updating apt's package lists", _lists_progress, log, timeout_s=900, env=env)
-    what = f"installing {package} with apt-get for {program}"
-    done = run_logged(["apt-get", "install", "-y", package], what, apt_progress, log, timeout_s=900, env=env)
+    # one apt-get at a time: pytest-xdist's workers may install PostgreSQL and MariaDB at once, and dpkg takes one
+    with open(Path(tempfile.gettempdir()) / "headwater-apt-get.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _find(program, patterns)
+        if found:
+            return found
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        lists = "updating apt's package lists"
+        run_logged(["apt-get", "update"], lists, _lists_progress, log, timeout_s=900, env=env)
+        what = f"installing {package} with apt-get for {program}"
+        done = run_logged(["apt-get", "install", "-y", package], what, apt_progress, log, timeout_s=900, env=env)
     if done.returncode != 0:
         raise DatabaseUnavailable(f"apt-get install {package} failed:\n{done.stdout[-4000:]}")
     found = _find(program, patterns)
@@ -217,7 +225,9 @@ class MariadbServer:
             "--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=2", "--skip-name-resolve",
             "--max-connections=200", *user,
         ]  # fmt: skip
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/")
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", start_new_session=True
+        )
         _wait_port(self.port, self.process, self.log, "MariaDB")
         import pymysql
 
@@ -247,7 +257,8 @@ class MariadbServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def state(self) -> dict[str, Any]:
-        return {"kind": self.kind, "directory": str(self.directory), "port": self.port, "url": self.url}
+        pid = {"pid": self.process.pid} if self.process is not None else {}
+        return {"kind": self.kind, "directory": str(self.directory), "port": self.port, "url": self.url, **pid}
 
 
 SERVERS: dict[str, type[PostgresServer] | type[MariadbServer]] = {"postgres": PostgresServer, "mariadb": MariadbServer}
@@ -287,25 +298,42 @@ def main(argv: list[str] | None = None) -> int:
             server = SERVERS[kind]().start()
             path = _state_path(kind)
             path.parent.mkdir(parents=True, exist_ok=True)
-            state = server.state()
-            if isinstance(server, MariadbServer) and server.process is not None:
-                state["pid"] = server.process.pid
-            path.write_text(json.dumps(state))
+            path.write_text(json.dumps(server.state()))
             print(server.url)
         else:
             path = _state_path(kind)
             if not path.exists():
                 continue
             state = json.loads(path.read_text())
-            if kind == "mariadb" and "pid" in state:
-                _terminate(int(state["pid"]))
-            stopped = SERVERS[kind](Path(state["directory"]), int(state["port"]))
-            if isinstance(stopped, PostgresServer):
-                stopped.pg_ctl = ensure_package("pg_ctl", "postgresql", PostgresServer.PATTERNS)
-            stopped.stop()
+            stop_recorded(state)
             path.unlink()
             print(state["url"])
     return 0
+
+
+def stop_recorded(state: dict[str, Any]) -> None:
+    """Stops, from any process, the server whose :meth:`~PostgresServer.state` is ``state``, and removes its data."""
+    if "pid" in state:
+        _terminate(int(state["pid"]))
+    stopped = SERVERS[state["kind"]](Path(state["directory"]), int(state["port"]))
+    if isinstance(stopped, PostgresServer):
+        stopped.pg_ctl = ensure_package("pg_ctl", "postgresql", PostgresServer.PATTERNS)
+    stopped.stop()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` exists and has not exited (a zombie whose parent has not reaped it has)."""
+    if not Path("/proc/self/stat").exists():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def _terminate(pid: int) -> None:
@@ -313,11 +341,7 @@ def _terminate(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+    while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.1)
 
 

@@ -12,7 +12,8 @@ from typing import NoReturn
 
 import pytest
 
-from support.databases import DatabaseUnavailable, MariadbServer, PostgresServer
+from headwater.harness.shared_services import SharedServices, Started
+from support.databases import DatabaseUnavailable, MariadbServer, PostgresServer, stop_recorded
 from support.distribution import Distribution, build_distribution
 from support.podman import ContainersUnavailable, Podman, base_image, ensure_podman
 from support.scratch import ScratchDatabase
@@ -48,10 +49,24 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         yield path
 
 
+def _built(state: dict[str, str]) -> None:
+    """A built distribution has nothing to stop: its files stay in the worker's tmp directory that built it."""
+
+
 @pytest.fixture(scope="session")
-def headwater_distribution(tmp_path_factory: pytest.TempPathFactory) -> Distribution:
-    """The wheel and sdist built from this tree, once per session (:mod:`support.distribution`)."""
-    return build_distribution(tmp_path_factory.mktemp("dist"))
+def headwater_distribution(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Distribution:
+    """The wheel and sdist built from this tree, once per session (:mod:`support.distribution`); under pytest-xdist,
+    once per run, by the first worker that needs them."""
+    shared = SharedServices.of(pytestconfig)
+    if shared is None:
+        return build_distribution(tmp_path_factory.mktemp("dist"))
+
+    def build() -> Started:
+        built = build_distribution(tmp_path_factory.mktemp("dist"))
+        return Started({"wheel": str(built.wheel), "sdist": str(built.sdist)}, _built)
+
+    state = shared.get("headwater-distribution", build, AssertionError)
+    return Distribution(wheel=Path(state["wheel"]), sdist=Path(state["sdist"]))
 
 
 def _containers_unavailable(pytestconfig: pytest.Config, error: ContainersUnavailable) -> NoReturn:
@@ -80,25 +95,45 @@ def container_base_image(pytestconfig: pytest.Config, podman: Podman) -> str:
         _containers_unavailable(pytestconfig, error)
 
 
+def _start_server(kind: str) -> PostgresServer | MariadbServer:
+    server = PostgresServer() if kind == "postgres" else MariadbServer()
+    try:
+        return server.start()
+    except (DatabaseUnavailable, OSError) as error:
+        server.stop()
+        raise DatabaseUnavailable(f"no {kind} server: {error}") from error
+
+
+def _start_shared_server(kind: str) -> Started:
+    server = _start_server(kind)
+    return Started(server.state(), stop_recorded, holds=server)
+
+
 def _database_server(pytestconfig: pytest.Config, kind: str) -> Iterator[str]:
-    """The SQLAlchemy URL of a server of ``kind`` for the session: given by the environment, else started here."""
+    """The SQLAlchemy URL of a server of ``kind`` for the session: given by the environment, else started here (on a
+    pytest-xdist worker, the run's one, started by the first worker that needs it, see
+    :mod:`headwater.harness.shared_services`)."""
     given = os.environ.get(DATABASE_URL_ENV[kind])
     if given:
         yield given
         return
-    server = PostgresServer() if kind == "postgres" else MariadbServer()
+    shared = SharedServices.of(pytestconfig)
+    server = None
     try:
-        server.start()
-    except (DatabaseUnavailable, OSError) as error:
-        server.stop()
-        message = f"no {kind} server: {error}"
+        if shared is not None:
+            url = shared.get(kind, lambda: _start_shared_server(kind), DatabaseUnavailable)["url"]
+        else:
+            server = _start_server(kind)
+            url = server.url
+    except DatabaseUnavailable as error:
         if pytestconfig.getoption("require_databases"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+            pytest.fail(str(error), pytrace=False)
+        pytest.skip(str(error))
     try:
-        yield server.url
+        yield url
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -100,6 +100,15 @@ class ServiceProcess:
         self.env = dict(env)
         self.log_path = log_path
         self.popen: subprocess.Popen[bytes] | None = None
+        self.attached_pid: int | None = None
+        """The pid of a process another process started (:meth:`attach`): known, but not a child of this one."""
+
+    @classmethod
+    def attach(cls, name: str, pid: int, cwd: Path, log_path: Path) -> ServiceProcess:
+        """The process ``pid`` that another process started as a service process (with ``cwd`` and ``log_path``)."""
+        found = cls(name, [], cwd, {}, log_path)
+        found.attached_pid = pid
+        return found
 
     def start(self) -> None:
         self.cwd.mkdir(parents=True, exist_ok=True)
@@ -117,11 +126,13 @@ class ServiceProcess:
 
     @property
     def pid(self) -> int | None:
-        return None if self.popen is None else self.popen.pid
+        return self.attached_pid if self.popen is None else self.popen.pid
 
     @property
     def running(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
+        if self.popen is None:
+            return self.attached_pid is not None and pid_alive(self.attached_pid)
+        return self.popen.poll() is None
 
     def log(self) -> str:
         """Everything the process wrote so far."""
@@ -143,6 +154,8 @@ class ServiceProcess:
         """SIGTERM, then SIGKILL to its whole process group after ``timeout_s``; processes of the group still left
         once it exited (children it did not stop) are killed too."""
         if self.popen is None:
+            if self.attached_pid is not None:
+                stop_process_group(self.attached_pid, timeout_s)
             return
         if self.popen.poll() is None:
             self.popen.terminate()
@@ -158,6 +171,28 @@ class ServiceProcess:
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped" if self.popen is not None else "not started"
         return f"<{self.name} pid={self.pid} {state}>"
+
+
+def stop_process_group(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Stops a service process another process started (the leader of its own process group): SIGTERM, then SIGKILL
+    to its whole group after ``timeout_s``; processes of the group still left once it exited are killed too."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL_S)  # not a child of this process: nothing to wait on but the pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL_S)
+
+
+def stop_recorded(state: Mapping[str, Any]) -> None:
+    """Stops, from any process, the service whose :meth:`S3Server.state` or :meth:`SparkCluster.state` is
+    ``state``: each of its ``pids`` in order, as :func:`stop_process_group` does."""
+    for pid in state["pids"]:
+        stop_process_group(int(pid))
 
 
 def _wait_for(condition: Callable[[], bool], what: str, processes: Sequence[ServiceProcess], timeout_s: float) -> None:
@@ -211,6 +246,21 @@ class S3Server:
             self.stop()
             raise
         return self
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`attach` and :func:`stop_recorded` need, in another process (pytest-xdist's workers share one
+        server this way)."""
+        return {"directory": str(self.directory), "port": self.port, "pids": [self.process.pid]}
+
+    @classmethod
+    def attach(cls, state: Mapping[str, Any]) -> S3Server:
+        """The server another process started, from its :meth:`state`."""
+        found = cls(state["directory"])
+        found.port = int(state["port"])
+        found.process = ServiceProcess.attach(
+            "moto_server", int(state["pids"][0]), found.directory, found.process.log_path
+        )
+        return found
 
     @property
     def endpoint(self) -> str:
@@ -389,6 +439,29 @@ class SparkCluster:
             self.stop()
             raise
         return self
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`attach` and :func:`stop_recorded` need, in another process (the worker's pid first: it stops
+        its executors before the master goes)."""
+        return {
+            "directory": str(self.directory),
+            "cores": self.cores,
+            "memory": self.memory,
+            "port": self.port,
+            "webui_port": self.webui_port,
+            "pids": [process.pid for process in (self.worker, self.master) if process is not None],
+        }
+
+    @classmethod
+    def attach(cls, state: Mapping[str, Any]) -> SparkCluster:
+        """The cluster another process started, from its :meth:`state`."""
+        found = cls(state["directory"], cores=int(state["cores"]), memory=str(state["memory"]))
+        found.port, found.webui_port = int(state["port"]), int(state["webui_port"])
+        worker_pid, master_pid = (int(pid) for pid in state["pids"])
+        master_dir, worker_dir = found.directory / "master", found.directory / "worker"
+        found.master = ServiceProcess.attach("spark master", master_pid, master_dir, master_dir / "master.log")
+        found.worker = ServiceProcess.attach("spark worker", worker_pid, worker_dir, worker_dir / "worker.log")
+        return found
 
     @property
     def master_url(self) -> str:

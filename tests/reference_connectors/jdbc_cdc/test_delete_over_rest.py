@@ -22,12 +22,11 @@ pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 
 LISTENING = re.compile(r"REST API listening on (http://127\.0\.0\.1:\d+)")
 TIMEOUT_S = 60.0
-SLOT = default_object_name("cdc")
 
 
-def states(http: httpx.Client) -> tuple[str, list[str]] | None:
+def states(http: httpx.Client, name: str) -> tuple[str, list[str]] | None:
     """The connector's state and its tasks', ``None`` while it has no status."""
-    response = http.get("/connectors/cdc/status")
+    response = http.get(f"/connectors/{name}/status")
     if response.status_code != 200:
         return None
     found: dict[str, Any] = response.json()
@@ -38,6 +37,8 @@ def test_a_log_mode_connector_stopped_then_deleted_leaves_nothing_behind(
     kafka_bootstrap: str, postgres_database: ScratchDatabase, tmp_path: Path, unique_name: str
 ) -> None:
     database = postgres_database
+    name = f"cdc_{database.name}"  # its slot's default name is the server's: the test's own
+    slot = default_object_name(name)
     create_orders(database, (1, "item1", 1))
     config = {
         "connector.class": "jdbc-cdc",
@@ -52,24 +53,24 @@ def test_a_log_mode_connector_stopped_then_deleted_leaves_nothing_behind(
         found = LISTENING.search(worker.wait_for_log("REST API listening on"))
         assert found, worker.log_tail()
         with httpx.Client(base_url=found.group(1), timeout=TIMEOUT_S) as http:
-            created = http.post("/connectors", json={"name": "cdc", "config": config})
+            created = http.post("/connectors", json={"name": name, "config": config})
             assert created.status_code == 201, created.text
-            worker.wait_until(lambda: states(http) == ("RUNNING", ["RUNNING"]), TIMEOUT_S, "cdc running")
-            worker.wait_until(lambda: database.slots() == [SLOT], TIMEOUT_S, "the slot the task creates")
-            assert SLOT in database.publications()
+            worker.wait_until(lambda: states(http, name) == ("RUNNING", ["RUNNING"]), TIMEOUT_S, "cdc running")
+            worker.wait_until(lambda: database.slots() == [slot], TIMEOUT_S, "the slot the task creates")
+            assert slot in database.publications()
 
-            assert http.put("/connectors/cdc/stop").status_code == 204
-            worker.wait_until(lambda: states(http) == ("STOPPED", []), TIMEOUT_S, "cdc stopped")
-            assert database.slots() == [SLOT] and SLOT in database.publications(), "a plain stop keeps them"
+            assert http.put(f"/connectors/{name}/stop").status_code == 204
+            worker.wait_until(lambda: states(http, name) == ("STOPPED", []), TIMEOUT_S, "cdc stopped")
+            assert database.slots() == [slot] and slot in database.publications(), "a plain stop keeps them"
 
-            assert http.delete("/connectors/cdc").status_code == 204
-            assert http.get("/connectors/cdc/status").status_code == 404
+            assert http.delete(f"/connectors/{name}").status_code == 204
+            assert http.get(f"/connectors/{name}/status").status_code == 404
         assert database.slots() == []
-        assert SLOT not in database.publications()
+        assert slot not in database.publications()
         assert database.triggers() == []
-        assert SLOT not in database.tables(), "no audit table"
+        assert slot not in database.tables(), "no audit table"
         worker.assert_log_contains(
-            "connector cdc deleted while no instance of it runs here", "dropped replication slot"
+            f"connector {name} deleted while no instance of it runs here", "dropped replication slot"
         )
         assert "may remain" not in worker.log_text()
         assert worker.terminate() == 0

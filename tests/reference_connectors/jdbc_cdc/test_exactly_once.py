@@ -172,6 +172,7 @@ def log_props(database: ScratchDatabase, prefix: str, boundary: str, converters:
         "poll.interval.ms": 0,
         "batch.max.rows": 5,
         "transaction.boundary": boundary,
+        "slot.name": f"headwater_cdc_{database.name}",  # a slot's name is the server's: the test's own
     }
 
 

@@ -17,9 +17,10 @@ pyspark = pytest.importorskip("pyspark", reason="the Spark sink needs the spark-
 
 from pyspark.sql import SparkSession  # noqa: E402
 
+from headwater.harness.shared_services import SharedServices, Started  # noqa: E402
 from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS, spark_session  # noqa: E402
 from support.lake import Lake, read_parquet  # noqa: E402
-from support.spark_services import S3Server, SparkCluster, bucket_name  # noqa: E402
+from support.spark_services import S3Server, ServiceError, SparkCluster, bucket_name, stop_recorded  # noqa: E402
 
 ReadRows = Callable[[str | Path, str], list[dict[str, Any]]]
 
@@ -62,13 +63,24 @@ def read_rows(spark: SparkSession) -> ReadRows:
     return read
 
 
+def _start_shared(service: S3Server | SparkCluster) -> Started:
+    service.start()
+    return Started(service.state(), stop_recorded, holds=service)
+
+
 @pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """An S3-compatible server (moto) for the session: ``endpoint``, ``access_key``, ``secret_key``, ``region``,
-    ``client()`` (boto3), ``create_bucket(name)``, ``list_keys(bucket, prefix)``, ``hadoop_conf()`` (s3a settings)."""
+def s3_server(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """An S3-compatible server (moto) for the session (under pytest-xdist, one for all workers of the run):
+    ``endpoint``, ``access_key``, ``secret_key``, ``region``, ``client()`` (boto3), ``create_bucket(name)``,
+    ``list_keys(bucket, prefix)``, ``hadoop_conf()`` (s3a settings)."""
     missing = [name for name in ("moto", "boto3", "flask") if importlib.util.find_spec(name) is None]
     if missing:
         pytest.skip(f"the S3 tests need moto[server] and boto3 (missing: {', '.join(missing)})")
+    shared = SharedServices.of(pytestconfig)
+    if shared is not None:
+        start = lambda: _start_shared(S3Server(tmp_path_factory.mktemp("s3-server")))  # noqa: E731
+        yield S3Server.attach(shared.get("s3", start, ServiceError))
+        return
     with S3Server(tmp_path_factory.mktemp("s3-server")) as server:
         yield server
 
@@ -82,10 +94,17 @@ def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
-    """A Spark standalone cluster for the session (one master, one worker with 1 core and 1 GB): ``master_url``,
-    ``work_dir`` (the executors' directories), ``alive_workers()``, ``status()``."""
+def spark_cluster(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    """A Spark standalone cluster for the session (one master, one worker with 2 cores and 2 GB, so that the
+    applications of two pytest-xdist workers, each asking for 1 core and 512 MB, run at once; under pytest-xdist one
+    for all workers of the run): ``master_url``, ``work_dir`` (the executors' directories), ``alive_workers()``,
+    ``status()``."""
     if shutil.which("java") is None:
         pytest.skip("the Spark cluster needs Java 17")
-    with SparkCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+    shared = SharedServices.of(pytestconfig)
+    if shared is not None:
+        start = lambda: _start_shared(SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g"))  # noqa: E731
+        yield SparkCluster.attach(shared.get("spark-cluster", start, ServiceError))
+        return
+    with SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g") as cluster:
         yield cluster

@@ -177,6 +177,7 @@ def test_cdc_to_delta_under_two_sigkills_holds_each_change_once(
         "connector.class": "jdbc-cdc",
         "connection.url": database.url,
         "capture.mode": "log",
+        "slot.name": f"headwater_cdc_{database.name}",  # a slot's name is the server's: the test's own
         "topic.prefix": unique_name,
         "table.include.list": "public.ledger",
         "replica.identity.full": "true",
