@@ -28,7 +28,7 @@ typecheck: $(STAMP)
 # each per session; each run prints its slowest tests
 pytest: $(STAMP)
 	HEADWATER_FAST_TIER=1 $(BIN)/python -m pytest -m "not services" -n 2 --durations=10
-	$(BIN)/python -m pytest -m services -n 2 --dist worksteal --durations=30
+	$(BIN)/python -m pytest -m services -n 2 --dist load --maxschedchunk 1 --durations=30
 
 # the inner loop: everything that needs no service (tests/support/tiers.py), over both cores; a test that reaches
 # a service unmarked fails here

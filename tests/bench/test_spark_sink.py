@@ -53,6 +53,7 @@ def test_a_standalone_master_gets_cores_executor_memory_and_a_local_driver(bench
     }
 
 
+@pytest.mark.slow(seconds=40)
 @pytest.mark.kafka
 @pytest.mark.spark
 def test_a_small_run_writes_every_side_and_prints_the_ratios(

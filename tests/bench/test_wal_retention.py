@@ -10,6 +10,7 @@ from types import ModuleType
 import pytest
 
 
+@pytest.mark.slow(seconds=55)
 @pytest.mark.postgres
 def test_heartbeats_release_an_idle_slots_wal_and_without_them_the_slot_keeps_it(
     load_bench: Callable[[str], ModuleType], postgres_server: str, capsys: pytest.CaptureFixture[str]

@@ -71,6 +71,7 @@ def project_runs(
         pool.shutdown(cancel_futures=True)
 
 
+@pytest.mark.slow(seconds=40)
 @pytest.mark.parametrize("case", CASES, ids=["-".join(case) for case in CASES])
 def test_a_generated_project_passes_its_own_tests_with_what_it_declares(
     case: tuple[str, str], project_runs: dict[tuple[str, str], Future[ProjectRun]]

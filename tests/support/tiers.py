@@ -10,7 +10,10 @@ the virtual clock and is the fast tier (``make test-fast``: ``pytest -m "not ser
   gets ``services``. A test that is expensive for another reason (it starts ``headwater`` processes and kills them)
   is marked ``services`` by hand.
 - Fast tests run first, so that a broken rule fails in the first minutes; the order within each tier is the files'
-  (pytest's own conftest runs its slow tests last the same way).
+  (pytest's own conftest runs its slow tests last the same way), except that the services tier starts with its
+  tests marked ``slow(seconds=...)``, longest first: the scenarios of minutes (a crash at scale, a cluster). Under
+  pytest-xdist (``make test`` runs the services tier on both cores, one test handed out at a time) the two workers
+  then share the long ones and the short ones fill in around them, instead of one worker ending the run alone.
 - In a fast-tier run (``HEADWATER_FAST_TIER=1``, set by ``make test-fast``) a test that reaches a service fixture
   without the marker, through ``request.getfixturevalue`` say, fails naming the fixture, rather than quietly making
   the fast tier slow.
@@ -56,6 +59,7 @@ FIXTURE_MARKERS = {
 """The session fixtures that start a service, and the marker a test that uses one gets."""
 
 SERVICES = "services"
+SLOW = "slow"
 FAST_TIER_ENV = "HEADWATER_FAST_TIER"
 
 
@@ -67,6 +71,22 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{SERVICES}: needs a service ({', '.join(SERVICE_MARKERS)}) or kills worker processes; left out of the "
         "fast tier (make test-fast)",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{SLOW}(seconds): a services test of minutes, with about how long it takes on 2 cores; the services tier "
+        "starts with these, longest first",
+    )
+
+
+def slow_seconds(item: pytest.Item) -> float:
+    """How long a ``slow`` test takes, by its marker (0 for any other test)."""
+    mark = item.get_closest_marker(SLOW)
+    if mark is None:
+        return 0.0
+    seconds = mark.kwargs.get("seconds", mark.args[0] if mark.args else None)
+    if not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise pytest.UsageError(f"{item.nodeid}: mark it {SLOW}(seconds=N), N its usual duration in seconds")
+    return float(seconds)
 
 
 def service_markers(item: pytest.Item) -> set[str]:
@@ -79,7 +99,7 @@ def service_markers(item: pytest.Item) -> set[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks each test with the services it needs (before ``-m`` deselects), then puts the fast tier first."""
-    slow: set[int] = set()
+    needing: set[int] = set()
     for index, item in enumerate(items):
         needs = service_markers(item)
         for name in sorted(needs - {mark.name for mark in item.iter_markers()}):
@@ -87,8 +107,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if needs or item.get_closest_marker(SERVICES) is not None:
             if item.get_closest_marker(SERVICES) is None:
                 item.add_marker(pytest.mark.services)
-            slow.add(index)
-    items[:] = [item for i, item in enumerate(items) if i not in slow] + [items[i] for i in sorted(slow)]
+            needing.add(index)
+    services = sorted((items[i] for i in sorted(needing)), key=slow_seconds, reverse=True)  # stable: files' order
+    items[:] = [item for i, item in enumerate(items) if i not in needing] + services
 
 
 @pytest.hookimpl(tryfirst=True)

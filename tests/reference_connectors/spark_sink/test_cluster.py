@@ -87,6 +87,7 @@ def cluster_on_another_disk(tmp_path: Path, hidden: Path) -> Iterator[SparkClust
         yield cluster
 
 
+@pytest.mark.slow(seconds=50)
 def test_a_relative_file_table_the_executors_see_is_accepted_and_written_where_the_driver_reads(
     spark_cluster: SparkCluster, tmp_path: Path
 ) -> None:
@@ -110,6 +111,7 @@ def test_a_relative_file_table_the_executors_see_is_accepted_and_written_where_t
     assert executor["python"] == sys.executable
 
 
+@pytest.mark.slow(seconds=45)
 def test_a_delta_table_on_a_file_path_the_executors_do_not_see_is_refused_at_start(
     cluster_on_another_disk: SparkCluster, hidden: Path, tmp_path: Path
 ) -> None:

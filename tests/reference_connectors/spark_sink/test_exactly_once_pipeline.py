@@ -157,6 +157,7 @@ def kill(worker: DistributedWorkerProcess) -> None:
     worker.wait_until(lambda: gone(jvm), 30, "the killed worker's JVM to exit", allow_exit=True)
 
 
+@pytest.mark.slow(seconds=240)
 def test_cdc_to_delta_under_two_sigkills_holds_each_change_once(
     kafka_bootstrap: str,
     postgres_database: ScratchDatabase,

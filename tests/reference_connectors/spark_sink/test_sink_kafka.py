@@ -228,8 +228,8 @@ def worker_process(tmp_path: Path, kafka_bootstrap: str, stream_topic: str) -> I
 
 
 PLACES = [
-    pytest.param("local", "parquet", id="s3a-parquet"),
-    pytest.param("cluster", "delta", id="cluster-s3a-delta"),
+    pytest.param("local", "parquet", id="s3a-parquet", marks=pytest.mark.slow(seconds=90)),
+    pytest.param("cluster", "delta", id="cluster-s3a-delta", marks=pytest.mark.slow(seconds=250)),
 ]
 """Which master writes the table, on the S3 server through s3a, and its format: each format's commit protocol once on
 the object store, where a file's move is a copy and a Delta commit needs the single writer (the harder place for both;
@@ -321,7 +321,13 @@ def test_sigkill_at_random_points_loses_and_repeats_no_record(
     assert worker_process.starts == kills + 1
 
 
-@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+@pytest.mark.parametrize(
+    "table_format",
+    [
+        pytest.param("parquet", marks=pytest.mark.slow(seconds=90)),
+        pytest.param("delta", marks=pytest.mark.slow(seconds=150)),
+    ],
+)
 def test_two_distributed_workers_share_a_connectors_partitions_and_one_table_on_s3a(
     kafka_bootstrap: str,
     stream_topic: str,

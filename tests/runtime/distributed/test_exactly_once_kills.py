@@ -123,6 +123,7 @@ def summary(found: Counter[int]) -> tuple[int, int]:
     return missing, sum(found.values()) - len(found)
 
 
+@pytest.mark.slow(seconds=185)
 def test_twenty_sigkills_leave_every_record_exactly_once_with_the_support_and_duplicates_without(
     tmp_path: Path, kafka_bootstrap: str, unique_name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
