@@ -60,7 +60,7 @@ def implements_hook(instance: object, name: str) -> bool:
 def _path_state() -> tuple[tuple[str, int | None], ...]:
     """Each ``sys.path`` entry with its modification time: installing or removing a distribution changes the
     directory its metadata is in, and so this."""
-    state = []
+    state: list[tuple[str, int | None]] = []
     for entry in sys.path:
         try:
             state.append((entry, os.stat(entry or ".").st_mtime_ns))
