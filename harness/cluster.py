@@ -14,9 +14,12 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafkaBroker, stop_detached
-from headwater.harness.shared_services import SharedServices, Started
+
+if TYPE_CHECKING:  # shared_services needs pytest, which the core install does not have
+    from headwater.harness.shared_services import SharedServices, Started
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,7 @@ def _local_jars() -> Cluster:
 def _shared_local_jars(shared: SharedServices, name: str) -> Cluster:
     """The run's broker from the local jars, recorded as ``name``: started detached by the first worker that asks;
     stopped by the controller at the end of the run, not by ``stop``."""
+    from headwater.harness.shared_services import Started
 
     def start() -> Started:
         broker = LocalKafkaBroker().start()

@@ -93,22 +93,33 @@ def installed_plugins() -> tuple[object, ...]:
     return tuple(found)
 
 
-_HOOKS_BY_CLASS: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
-"""Per plugin class, what pluggy found under each attribute name (hook options or ``None``)."""
+_HOOKS_BY_CLASS: weakref.WeakKeyDictionary[type, dict[str, tuple[object, Any]]] = weakref.WeakKeyDictionary()
+"""Per plugin class and attribute name: the class attribute pluggy looked at, and what it found there (hook options
+or ``None``)."""
+
+_ABSENT = object()
 
 
 class _PluginManager(pluggy.PluginManager):
-    """pluggy's manager, with what it finds on a plugin's class remembered per class: a manager is built for every
-    connector and task instance, and pluggy otherwise inspects each attribute of each class every time."""
+    """pluggy's manager, with what it finds on a plugin's class remembered per class attribute: a manager is built
+    for every connector and task instance, and pluggy otherwise inspects each attribute of each class every time. A
+    class attribute replaced later (a test's monkeypatch, say) is looked at again."""
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
         cls = type(plugin)
-        if isinstance(plugin, (type, ModuleType)) or hasattr(cls, "__slots__") or name in _own_attributes(plugin):
+        if isinstance(plugin, (type, ModuleType)) or _has_slots(cls) or name in _own_attributes(plugin):
             return super().parse_hookimpl_opts(plugin, name)  # found on the object itself, not its class
+        attribute = next((klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__), _ABSENT)
         known = _HOOKS_BY_CLASS.setdefault(cls, {})
-        if name not in known:
-            known[name] = super().parse_hookimpl_opts(plugin, name)
-        return known[name]
+        found = known.get(name)
+        if found is None or found[0] is not attribute:
+            found = known[name] = (attribute, super().parse_hookimpl_opts(plugin, name))
+        return found[1]
+
+
+def _has_slots(cls: type) -> bool:
+    """Whether instances of ``cls`` keep attributes in slots (``ABC``'s empty ``__slots__`` keeps none)."""
+    return any(klass.__dict__.get("__slots__") for klass in cls.__mro__)
 
 
 def _own_attributes(plugin: object) -> dict[str, Any]:

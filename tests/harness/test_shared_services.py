@@ -25,6 +25,16 @@ from support.spark_services import pid_alive
 
 pytest.importorskip("xdist", reason="the shared services are pytest-xdist's")
 
+pytestmark = pytest.mark.services  # nested pytest-xdist runs, one of them interrupted with SIGINT
+
+
+@pytest.fixture(autouse=True)
+def outside_any_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nested runs start as a run of their own, also when this test runs on a pytest-xdist worker, whose
+    variables they would otherwise inherit (the stand-in names its process by ``PYTEST_XDIST_WORKER``)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
 SERVICE = """
 import json, os, signal, subprocess, sys
 from pathlib import Path

@@ -178,6 +178,32 @@ def test_hook_asking_for_an_unknown_argument_is_rejected() -> None:
     assert "pre_commit" in str(raised.value)
 
 
+def test_a_hook_put_on_a_class_after_an_instance_was_registered_counts_for_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What pluggy finds on a class is remembered per class attribute, so a method replaced later is looked at again."""
+
+    class LateHookTask(RecordingSinkTask):
+        def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+            """Not marked as a hook implementation: pluggy passes it over."""
+
+    def own(manager: pluggy.PluginManager, task: object) -> list[str]:
+        return [impl.function.__name__ for impl in manager.hook.pre_commit.get_hookimpls() if impl.plugin is task]
+
+    first = LateHookTask()
+    assert own(plugin_manager(first, plugins=[]), first) == []
+
+    def pre_commit(self: SinkTask, current_offsets: Mapping[TopicPartition, int]) -> None:
+        return None
+
+    monkeypatch.setattr(LateHookTask, "pre_commit", hookimpl(pre_commit))
+    second = LateHookTask()
+    assert own(plugin_manager(second, plugins=[]), second) == ["pre_commit"]
+    monkeypatch.undo()
+    third = LateHookTask()
+    assert own(plugin_manager(third, plugins=[]), third) == []
+
+
 # ---- pre_commit ------------------------------------------------------------------------------------------------
 
 
