@@ -35,6 +35,7 @@ def outside_any_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
 
+
 SERVICE = """
 import json, os, signal, subprocess, sys
 from pathlib import Path
