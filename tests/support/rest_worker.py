@@ -16,7 +16,7 @@ from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.rest.security import RestSecurity
 from headwater.runtime.standalone import StandaloneWorker
-from headwater.runtime.storage.offsets import MemoryOffsetStore
+from headwater.runtime.storage.offsets import MemoryOffsetStore, OffsetStore
 from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
@@ -117,7 +117,8 @@ class RestWorker(RestClient):
 
 class MemoryRestWorker(RestClient):
     """A worker on the in-memory broker, its standalone herder and its REST API on a free loopback port: no broker.
-    Its config is ``props`` (``_`` in keys for ``.``); statuses go to ``status_store`` (in memory by default). With
+    Its config is ``props`` (``_`` in keys for ``.``); statuses go to ``status_store`` and source offsets to
+    ``offset_store`` (each in memory by default; the standalone command's offsets file with a FileOffsetStore). With
     ``ticking`` its herder ticks on a thread every 100 ms, as the standalone command's run loop does; without, a test
     that wants ticks calls ``herder.tick``."""
 
@@ -126,6 +127,7 @@ class MemoryRestWorker(RestClient):
         health_timeout_s: float = DEFAULT_TIMEOUT_S,
         ticking: bool = False,
         status_store: StatusStore | None = None,
+        offset_store: OffsetStore | None = None,
         **props: Any,
     ) -> None:
         config = {
@@ -134,7 +136,7 @@ class MemoryRestWorker(RestClient):
             **{key.replace("_", "."): value for key, value in props.items()},
         }
         self.broker = MemoryBroker()
-        self.worker = Worker(config, MemoryTransport(self.broker), MemoryOffsetStore())
+        self.worker = Worker(config, MemoryTransport(self.broker), offset_store or MemoryOffsetStore())
         self.herder = StandaloneHerder(self.worker, status_store)
         app = create_app(self.herder, health_timeout_s=health_timeout_s)
         self.server = RestServer(app, "127.0.0.1", 0, RestSecurity.from_config(self.worker.config))

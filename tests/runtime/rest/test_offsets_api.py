@@ -5,12 +5,15 @@ offsets in a consumer group of the real broker."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from headwater.harness.monitorable import RuntimeHandles
 from headwater.runtime.connector_offsets import ALTERED, NO_OFFSETS, RESET
+from headwater.runtime.storage.offsets import FileOffsetStore
 from support.rest_worker import MemoryRestWorker, RestWorker, sink_config, source_config, wait_until
 
 
@@ -21,9 +24,33 @@ def not_stopped(name: str) -> str:
     )
 
 
+@pytest.mark.parametrize("store", ["memory", "file"])
 def test_source_offsets_read_altered_and_reset(
-    live_rest: MemoryRestWorker, unique_name: str, runtime_handles: RuntimeHandles
+    make_live_rest: Callable[..., MemoryRestWorker],
+    unique_name: str,
+    runtime_handles: RuntimeHandles,
+    tmp_path: Path,
+    store: str,
 ) -> None:
+    """In the offset store the worker has: in memory, or the standalone command's offsets file, which holds each
+    change when read again from the disk."""
+    path = tmp_path / "offsets"
+    offsets = FileOffsetStore(path) if store == "file" else None
+    if offsets is not None:
+        offsets.start()  # as the standalone command starts it, before its worker
+    live_rest = make_live_rest(offset_store=offsets)
+
+    def on_disk() -> list[dict[str, object]]:
+        if store != "file":
+            return live_rest.offsets(unique_name)
+        stored = FileOffsetStore(path)
+        stored.start()
+        try:
+            found = stored.get(unique_name, stored.connector_partitions(unique_name))
+            return [{"partition": partition, "offset": offset} for partition, offset in found if offset is not None]
+        finally:
+            stored.stop()
+
     live_rest.create(unique_name, source_config(f"{unique_name}-t"))
     partition = {"task.id": f"{unique_name}-0"}
     live_rest.wait_for_offsets(unique_name, [{"partition": partition, "offset": {"saved": 2}}])
@@ -34,11 +61,13 @@ def test_source_offsets_read_altered_and_reset(
     assert altered.status_code == 200
     assert altered.json() == {"message": ALTERED}
     assert sorted(live_rest.offsets(unique_name), key=str) == sorted(body["offsets"], key=str)
+    assert sorted(on_disk(), key=str) == sorted(body["offsets"], key=str)
     removed = live_rest.http.patch(
         f"/connectors/{unique_name}/offsets", json={"offsets": [{"partition": other, "offset": None}]}
     )
     assert removed.status_code == 200
     assert live_rest.offsets(unique_name) == [{"partition": partition, "offset": {"saved": 10}}]
+    assert on_disk() == [{"partition": partition, "offset": {"saved": 10}}]
     assert live_rest.http.put(f"/connectors/{unique_name}/resume").status_code == 202
     wait_until(
         lambda: ("start", {"saved": 10}) in runtime_handles.task(unique_name).events, "the task starting from 10"
@@ -48,6 +77,7 @@ def test_source_offsets_read_altered_and_reset(
     assert reset.status_code == 200
     assert reset.json() == {"message": RESET}
     assert live_rest.offsets(unique_name) == []
+    assert on_disk() == []
 
 
 def test_altering_or_resetting_a_running_connector_is_refused(live_rest: MemoryRestWorker, unique_name: str) -> None:
