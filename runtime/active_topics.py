@@ -30,10 +30,12 @@ class ActiveTopics:
         self.clock = clock
         self.enabled = enabled
 
-    def track(self, tasks: Iterable[WorkerTask]) -> None:
-        """Record every topic one of ``tasks`` used that the store does not list for its connector yet."""
+    def track(self, tasks: Iterable[WorkerTask]) -> dict[str, set[str]]:
+        """Record every topic one of ``tasks`` used that the store does not list for its connector yet; return the
+        topics written, by connector."""
+        written: dict[str, set[str]] = {}
         if not self.enabled:
-            return
+            return written
         known: dict[str, set[str]] = {}
         for task in tasks:
             noted = _noted(task)
@@ -49,6 +51,8 @@ class ActiveTopics:
                     log.error("cannot record topic %s as active for connector %s: %s", topic, connector, error)
                     continue
                 known[connector].add(topic)
+                written.setdefault(connector, set()).add(topic)
+        return written
 
     def topics(self, connector: str) -> list[str]:
         """The connector's active topics, sorted; none for a connector that does not exist."""

@@ -169,8 +169,12 @@ class DistributedHerder(Herder):
         self.offset_store.refresh()
 
     def _track_topics(self) -> None:
-        """Record the topics this worker's tasks used. A topic that left the status store since the last pass
-        was reset (through any worker): the tasks here forget it too, so only a new record brings it back."""
+        """Record the topics this worker's tasks used. A topic the status store listed at the last pass, or that
+        this worker wrote then, and that it does not list now was reset (through any worker): the tasks here forget
+        it, so only a new record brings it back. Counting this worker's own writes matters when its view of the
+        status topic lags: a topic another worker recorded, not read here yet, is written again from here, and
+        were that write not remembered, a reset read before the write came back would leave the tasks' notes in
+        place and the next pass would record the topic again with no record through it."""
         running = self.member.running_tasks()
         tasks = [task for task in running if self.config_store.connector_config(task.id.connector) is not None]
         for name in {task.id.connector for task in tasks}:
@@ -180,8 +184,11 @@ class DistributedHerder(Herder):
                 noted = getattr(task, "active_topics", None)
                 if gone and task.id.connector == name and isinstance(noted, set):
                     noted.difference_update(gone)
-        self.active_topics.track(tasks)
-        self._listed = {name: set(self.active_topics.topics(name)) for name in {task.id.connector for task in tasks}}
+        written = self.active_topics.track(tasks)
+        self._listed = {
+            name: set(self.active_topics.topics(name)) | written.get(name, set())
+            for name in {task.id.connector for task in tasks}
+        }
 
     def _report(self, connector: str, task: int | None, state: str) -> None:
         self._put_status(connector, task, state, None)

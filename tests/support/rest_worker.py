@@ -22,7 +22,9 @@ from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
 from support.connectors import ALLOWED_MODULES
 
-TIMEOUT_S = 30.0
+TIMEOUT_S = 120.0
+"""How long a wait on a condition may take: generous, for a loaded machine running two pytest-xdist workers beside
+brokers and Spark; a condition that holds ends the wait at once."""
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = TIMEOUT_S) -> Any:
