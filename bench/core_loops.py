@@ -29,7 +29,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from headwater.runtime.clock import VirtualClock
-from headwater.runtime.config import SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG, TaskSettings
+from headwater.runtime.config.connector import SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, TaskSettings
+from headwater.runtime.config.worker import WORKER_CONFIG
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.tasks.sink import WorkerSinkTask

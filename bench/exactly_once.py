@@ -2,7 +2,7 @@
 
 Each run starts a ``Worker`` of a distributed cluster in this process (threaded, as ``headwater distributed`` runs
 its tasks), over ``KafkaTransport`` and a ``KafkaOffsetStore`` of its own group's offsets topic, the way
-:class:`~headwater.runtime.distributed.command.DistributedWorker` builds them, with ``exactly.once.source.support``
+:class:`~headwater.runtime.commands.distributed.DistributedWorker` builds them, with ``exactly.once.source.support``
 ``disabled`` (at-least-once: ``WorkerSourceTask``, an idempotent producer, offsets committed every
 ``offset.flush.interval.ms``) or ``enabled`` (exactly-once: ``ExactlyOnceWorkerSourceTask``, a transactional
 producer; ``transaction.boundary=poll``, so every batch ``poll`` returns is one transaction, its source offsets

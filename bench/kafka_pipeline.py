@@ -509,7 +509,7 @@ class Bench:
             self.profiles.append(profile)
             command = [sys.executable, __file__, "profiled-worker", str(worker_props), "--profile", str(profile)]
         else:
-            command = [sys.executable, "-m", "headwater.runtime.cli", "standalone", str(worker_props)]
+            command = [sys.executable, "-m", "headwater.runtime.commands.cli", "standalone", str(worker_props)]
         return Child(name, [*command, str(connector_props)], self.directory)
 
     def _raw(self, name: str, command: str, *options: object) -> Child:

@@ -181,7 +181,14 @@ class MirrorBench:
             "destination.topics.prefix": prefix,
         }
         connector_file = write_properties(self.directory / f"{name}.properties", connector)
-        command = [sys.executable, "-m", "headwater.runtime.cli", "standalone", str(worker), str(connector_file)]
+        command = [
+            sys.executable,
+            "-m",
+            "headwater.runtime.commands.cli",
+            "standalone",
+            str(worker),
+            str(connector_file),
+        ]
         return Child(name, command, self.directory), prefix + self.topic
 
     def raw(self, name: str) -> tuple[Child, str]:

@@ -307,7 +307,7 @@ class SparkSinkBench:
                 **self.spark_conf,
             },
         )
-        command = [sys.executable, "-m", "headwater.runtime.cli", "standalone", str(worker), str(connector)]
+        command = [sys.executable, "-m", "headwater.runtime.commands.cli", "standalone", str(worker), str(connector)]
         child = Child(name, command, self.directory)
         manifests = out / "_headwater" / "manifests"
         deadline = time.monotonic() + self.args.timeout

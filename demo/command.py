@@ -9,7 +9,7 @@ from pathlib import Path
 
 from headwater.demo.pipeline import DemoFailed, DemoOptions, run_demo
 from headwater.demo.worker import RestError
-from headwater.runtime.logging_context import configure_logging
+from headwater.runtime.logs.context import configure_logging
 
 
 def main(argv: Sequence[str] | None = None) -> int:

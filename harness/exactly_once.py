@@ -26,8 +26,7 @@ from typing import Any
 from headwater.harness import guarantees as g
 from headwater.harness.kill_points import Journal, KillingTransport, KillPlan, Transaction, plural
 from headwater.harness.simulated_cluster import OFFSETS_TOPIC, SimulatedCluster
-from headwater.runtime.errors import NotFoundError
-from headwater.runtime.exactly_once import (
+from headwater.runtime.config.exactly_once_support import (
     BOUNDARY,
     CONNECTOR,
     INTERVAL,
@@ -36,6 +35,7 @@ from headwater.runtime.exactly_once import (
     SUPPORT,
     WORKER_SUPPORT,
 )
+from headwater.runtime.errors import NotFoundError
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.transport.base import Message
 from headwater.runtime.transport.memory import MemoryBroker

@@ -3,7 +3,7 @@ in-memory broker and one virtual clock.
 
 Each :class:`ClusterWorker` is what ``headwater distributed`` runs, minus the REST server and the broker check: a
 :class:`~headwater.runtime.worker.Worker` in stepped mode, its config, offsets and status stores on the cluster's
-internal topics, and a :class:`~headwater.runtime.herder.distributed.DistributedHerder` whose slot groups are the
+internal topics, and a :class:`~headwater.runtime.distributed.herder.DistributedHerder` whose slot groups are the
 in-memory broker's consumer groups. Nothing runs unless the cluster is stepped: every pass ticks each live worker's
 herder (configs, restarts, rebalances) and runs its task loops once, then moves the clock. So joins, graceful
 leaves, crashes and task moves happen in an order a test decides, and a run takes the same course every time.
@@ -23,7 +23,7 @@ from typing import Any
 from headwater.harness.simulated import SIMULATED_DEFAULTS
 from headwater.runtime.clock import VirtualClock
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
-from headwater.runtime.herder.distributed import DistributedHerder
+from headwater.runtime.distributed.herder import DistributedHerder
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.tasks.base import TaskId

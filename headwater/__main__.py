@@ -2,6 +2,6 @@
 
 import sys
 
-from headwater.runtime.cli import main
+from headwater.runtime.commands.cli import main
 
 sys.exit(main())

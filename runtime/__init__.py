@@ -1,7 +1,8 @@
 """Headwater's runtime: the worker, its herder, the task loops, and connector and hook discovery."""
 
 from headwater.runtime.clock import SystemClock, VirtualClock
-from headwater.runtime.config import SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, WORKER_CONFIG, TaskSettings
+from headwater.runtime.config.connector import SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG, TaskSettings
+from headwater.runtime.config.worker import WORKER_CONFIG
 from headwater.runtime.errors import AlreadyExistsError, NotFoundError
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import installed_connectors, plugin_manager, resolve_connector_class

@@ -13,7 +13,7 @@ from headwater import release
 from headwater.runtime.converters import BUILTIN_CONVERTERS, BUILTIN_HEADER_CONVERTERS, converter_class
 from headwater.runtime.plugins import installed_entry_points
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
-from headwater.runtime.transforms.config import resolve
+from headwater.runtime.transforms.stages import resolve
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.transforms import (

@@ -13,32 +13,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.runtime import exactly_once, sink_topics, topic_creation
-from headwater.runtime.clients import client_settings, override_prefix
 from headwater.runtime.clock import SystemClock
-from headwater.runtime.config import (
-    SINK_CONNECTOR_CONFIG,
-    SOURCE_CONNECTOR_CONFIG,
-    WORKER_CONFIG,
-    TaskSettings,
-)
-from headwater.runtime.config_transformer import ConfigTransformer, hide_values, references, restore_references
-from headwater.runtime.logging_context import for_connector, for_task
-from headwater.runtime.override_policy import check_client_settings
+from headwater.runtime.config import exactly_once_support, sink_topics, topic_creation
+from headwater.runtime.config.clients import client_settings, override_prefix
+from headwater.runtime.config.connector import TaskSettings, connector_config_def
+from headwater.runtime.config.override_policy import check_client_settings
+from headwater.runtime.config.references import ConfigTransformer, hide_values, references, restore_references
+from headwater.runtime.config.topic_creation import TopicCreation
+from headwater.runtime.config.worker import WORKER_CONFIG
+from headwater.runtime.error_handling.dead_letter import create_topic as create_dead_letter_topic
+from headwater.runtime.logs.context import for_connector, for_task
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.connector_offsets import ConnectorOffsetStore, OffsetTopics
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
-from headwater.runtime.tasks.dead_letter import create_topic as create_dead_letter_topic
 from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
-from headwater.runtime.topic_creation import TopicCreation
-from headwater.runtime.transforms.config import build_chain
+from headwater.runtime.transforms.stages import build_chain
 from headwater.runtime.transport.base import NewTopic, Transport
 from headwater.runtime.worker_connector import LifecycleThread, Listener, WorkerConnector, WorkerConnectorContext
-from headwater.sdk.config import ConfigDef
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConfigError, ConnectError
@@ -47,15 +42,6 @@ from headwater.sdk.task import SinkTask, SourceTask
 from headwater.sdk.transactions import ExactlyOnceSupport
 
 log = logging.getLogger(__name__)
-
-
-def connector_config_def(connector: Connector, props: Mapping[str, Any] | None = None) -> ConfigDef:
-    """The runtime's common keys for the connector's kind plus the connector's own; with the config ``props``, a
-    source's also have the keys of the topic creation groups it defines (:func:`topic_creation.definition`)."""
-    if isinstance(connector, SinkConnector):
-        return SINK_CONNECTOR_CONFIG.merge(connector.config_def())
-    found = SOURCE_CONNECTOR_CONFIG.merge(connector.config_def())
-    return found if props is None else found.merge(topic_creation.definition(props))
 
 
 @dataclass
@@ -93,10 +79,10 @@ class Worker:
         group_id: str | None = None,
     ) -> None:
         self.config = WORKER_CONFIG.parse(config)
-        exactly_once.check_distributed(self.config, group_id is not None)
+        exactly_once_support.check_distributed(self.config, group_id is not None)
         self.group_id = group_id
         """The cluster's ``group.id`` on a distributed worker, which names its tasks' transactional ids."""
-        self.exactly_once = exactly_once.worker_support(self.config) == "enabled"
+        self.exactly_once = exactly_once_support.worker_support(self.config) == "enabled"
         """Whether source tasks deliver exactly once, in transactions (KIP-618)."""
         self.config_transformer = ConfigTransformer.from_worker_config(self.config)
         self.transport = transport
@@ -147,7 +133,7 @@ class Worker:
                 name = min(ignored)
                 raise ConfigError(name, props[name], ignored[name])
             assert isinstance(probe, SourceConnector)
-            wrong = exactly_once.problems(props, probe, self.config, {}, self.group_id is not None)
+            wrong = exactly_once_support.problems(props, probe, self.config, {}, self.group_id is not None)
             if wrong:  # a key this worker would ignore, or a connector that cannot do what is required
                 name = min(wrong)
                 raise ConfigError(name, props.get(name), wrong[name][0])
@@ -421,14 +407,14 @@ class Worker:
         producer_config = self._client_config(connector, "producer")
         offsets = self.connector_offset_store(connector.config) or self.offset_store
         if not self.exactly_once:
-            if exactly_once.worker_support(self.config) == "preparing":
+            if exactly_once_support.worker_support(self.config) == "preparing":
                 log.info("task %s delivers at least once: exactly-once source support is only preparing here", id)
             producer = self.transport.producer(producer_config)
             return WorkerSourceTask(
                 id, task, config, settings, producer, offsets, self.clock, self._task_listener, self.plugins
             )
         assert self.group_id is not None
-        transactions = exactly_once.Transactions.of(connector.config, self.config, self.group_id, str(id))
+        transactions = exactly_once_support.Transactions.of(connector.config, self.config, self.group_id, str(id))
         instance = connector.instance
         assert isinstance(instance, SourceConnector)
         if instance.exactly_once_support({k: str(v) for k, v in connector.config.items()}) is (
@@ -461,17 +447,17 @@ class Worker:
         get their store here.
 
         The topic is on the worker's Kafka cluster (a ``producer.override.bootstrap.servers`` naming another cluster
-        is refused by :func:`~headwater.runtime.exactly_once.problems`); it is created when missing with the
+        is refused by :func:`.exactly_once_support.problems`); it is created when missing with the
         worker's offsets topic partitions and replication factor; one store of it per worker
         (:class:`~headwater.runtime.storage.connector_offsets.OffsetTopics`), stopped by :meth:`stop`."""
-        topic = connector_config.get(exactly_once.OFFSETS_TOPIC)
+        topic = connector_config.get(exactly_once_support.OFFSETS_TOPIC)
         if not topic:
             return None
         topics = self._offset_topics
         if self.group_id is None or topics is None:
             raise ConnectError(
-                f"{exactly_once.OFFSETS_TOPIC}={topic}: a connector's own offsets topic needs a distributed worker "
-                f"with an offsets topic, and this worker keeps its offsets in {self.offset_store!r}"
+                f"{exactly_once_support.OFFSETS_TOPIC}={topic}: a connector's own offsets topic needs a distributed "
+                f"worker with an offsets topic, and this worker keeps its offsets in {self.offset_store!r}"
             )
         return None if topic == topics.worker_store.topic else topics.store(str(topic))
 

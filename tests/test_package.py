@@ -138,7 +138,7 @@ def test_the_core_runs_a_connector_on_the_simulated_worker() -> None:
 def test_the_distributed_herder_imports_first() -> None:
     """``runtime/distributed/`` and the herder built on it do not import each other in a circle, whichever comes
     first."""
-    done = run_without(WORKER_EXTRA, "import headwater.runtime.herder.distributed\n")
+    done = run_without(WORKER_EXTRA, "import headwater.runtime.distributed.herder\n")
     assert done.returncode == 0, done.stderr
 
 
@@ -147,7 +147,7 @@ def test_worker_commands_without_the_server_stack_name_the_worker_extra(tmp_path
     worker_config.write_text("bootstrap.servers=127.0.0.1:9\n")
     for command in ("standalone", "distributed"):
         done = run_without_server_stack(
-            f"from headwater.runtime.cli import main\nmain([{command!r}, {str(worker_config)!r}])\n"
+            f"from headwater.runtime.commands.cli import main\nmain([{command!r}, {str(worker_config)!r}])\n"
         )
         assert done.returncode == 2, done.stderr
         assert f"headwater {command}: " in done.stderr

@@ -17,17 +17,12 @@ from pathlib import Path
 
 from headwater.reference_connectors.jdbc_cdc.config import CONFIG_DEF as JDBC_CDC_CONFIG
 from headwater.reference_connectors.kafka_mirror.config import KIP_310_CONFIG as MIRROR_CONFIG
-from headwater.runtime import topic_creation
-from headwater.runtime.config import (
-    CONNECTOR_CONFIG,
-    SINK_CONNECTOR_CONFIG,
-    SOURCE_CONNECTOR_CONFIG,
-    STANDALONE_CONFIG,
-    WORKER_CONFIG,
-)
-from headwater.runtime.connector_keys import NOT_IMPLEMENTED, UNKNOWN_KEYS
+from headwater.runtime.config import topic_creation
+from headwater.runtime.config.connector import CONNECTOR_CONFIG, SINK_CONNECTOR_CONFIG, SOURCE_CONNECTOR_CONFIG
+from headwater.runtime.config.distributed_worker import DISTRIBUTED_CONFIG
+from headwater.runtime.config.known_keys import NOT_IMPLEMENTED, UNKNOWN_KEYS
+from headwater.runtime.config.worker import STANDALONE_CONFIG, WORKER_CONFIG
 from headwater.runtime.converters import JsonConverter, StringConverter
-from headwater.runtime.distributed.config import DISTRIBUTED_CONFIG
 from headwater.runtime.metrics import METRICS, NOT_EXPORTED, Kind, Scope
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.sdk import ConfigDef, ConfigKey, hookspecs

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.exactly_once import transactional_id
+from headwater.runtime.config.exactly_once_support import transactional_id
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.storage.configs import ConfigStore
 from headwater.runtime.tasks.exactly_once_source import TRANSACTION_TIMEOUT_MS

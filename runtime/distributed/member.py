@@ -21,10 +21,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from headwater.runtime.active_topics import ActiveTopics
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.fencing import awaits_fencing, fence_zombies
 from headwater.runtime.distributed.slots import EMPTY_PLAN, Slot, SlotPlan
+from headwater.runtime.herder.active_topics import ActiveTopics
 from headwater.runtime.herder.lifecycle import forget_deleted, generate_task_configs, stop_tasks
 from headwater.runtime.herder.restarts import RestartRequest, build_restart_plan
 from headwater.runtime.storage.configs import TargetState

@@ -1,6 +1,6 @@
 """Herders: what every worker's herder does (:class:`Herder`, :mod:`.lifecycle`, :mod:`.restarts`,
 :mod:`.generations`), and the standalone specialisation. The distributed one,
-:class:`~headwater.runtime.herder.distributed.DistributedHerder`, is exported by :mod:`headwater.runtime.distributed`
+:class:`~headwater.runtime.distributed.herder.DistributedHerder`, is exported by :mod:`headwater.runtime.distributed`
 with the machinery it runs on."""
 
 from headwater.runtime.herder.base import NOT_STOPPED, ConnectorInfo, ConnectorStatus, Herder

@@ -4,7 +4,7 @@ A herder validates and stores connector configs, answers the REST API's reads in
 restarts, keeps statuses, and alters and resets connector offsets. :class:`Herder` does all of that and leaves
 two things to its specialisations: where configs, target states and task configs live (a dict in
 :class:`~headwater.runtime.herder.standalone.StandaloneHerder`, the config topic in
-:class:`~headwater.runtime.herder.distributed.DistributedHerder`) and who carries out a change (the herder itself,
+:class:`~headwater.runtime.distributed.herder.DistributedHerder`) and who carries out a change (the herder itself,
 or whichever workers of the cluster run what the change touches).
 
 Every public method holds :attr:`Herder.lock`, so a read-modify-write (PATCH) or a restart with its plan never
@@ -21,30 +21,30 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from headwater.runtime.active_topics import ActiveTopics
-from headwater.runtime.connector_names import check_connector_name
-from headwater.runtime.connector_offsets import ConnectorOffsets, Offset
-from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFoundError
-from headwater.runtime.herder.generations import Generations
-from headwater.runtime.herder.health import Health
-from headwater.runtime.herder.lifecycle import put_status
-from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
-from headwater.runtime.loggers import Loggers, parse_level
-from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, resolve_connector_class
-from headwater.runtime.secrets import (
+from headwater.runtime.config.names import check_connector_name
+from headwater.runtime.config.secrets import (
     password_keys,
     restore_hidden,
     scrub,
     scrub_error,
     secret_values,
     warn_short_secrets,
-    watch,
 )
+from headwater.runtime.errors import AlreadyExistsError, BadRequestError, NotFoundError
+from headwater.runtime.herder.active_topics import ActiveTopics
+from headwater.runtime.herder.generations import Generations
+from headwater.runtime.herder.health import Health
+from headwater.runtime.herder.lifecycle import put_status
+from headwater.runtime.herder.offset_alterations import ConnectorOffsets, Offset
+from headwater.runtime.herder.restarts import RestartPlan, RestartRequest, build_restart_plan
+from headwater.runtime.herder.validation import check_connector_config
+from headwater.runtime.logs.loggers import Loggers, parse_level
+from headwater.runtime.logs.scrubber import watch
+from headwater.runtime.plugins import ALLOWED_MODULES, connector_type, resolve_connector_class
 from headwater.runtime.storage.configs import TargetState
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.storage.status import Status, StatusStore
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
-from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from headwater.runtime.active_topics import ActiveTopics
+from headwater.runtime.herder.active_topics import ActiveTopics
 from headwater.runtime.storage.configs import TargetState
 from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.tasks.base import State, TaskId

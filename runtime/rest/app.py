@@ -10,14 +10,14 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from headwater import release
+from headwater.runtime.config.listeners import ADMIN_LISTENERS
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
-from headwater.runtime.listener_config import ADMIN_LISTENERS
 from headwater.runtime.metrics import exposition, worker_registry
+from headwater.runtime.rest.admin_loggers import loggers_router
+from headwater.runtime.rest.connector_plugins import plugins_router
 from headwater.runtime.rest.connectors import connectors_router
 from headwater.runtime.rest.errors import install_error_handlers
-from headwater.runtime.rest.loggers import loggers_router
-from headwater.runtime.rest.plugins import plugins_router
 from headwater.runtime.rest.requests import RequestShape
 from headwater.runtime.rest.root import root_router
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from headwater.runtime.listener_config import BASIC_AUTH_EXTENSION
+from headwater.runtime.config.listeners import BASIC_AUTH_EXTENSION
+from headwater.runtime.config.properties import read_properties
 from headwater.runtime.plugins import installed_entry_points
-from headwater.runtime.properties import read_properties
 from headwater.sdk.errors import ConfigError
 
 AUTHENTICATOR_ENTRY_POINT_GROUP = "headwater.rest_authenticators"

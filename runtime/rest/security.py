@@ -11,8 +11,7 @@ from typing import Any
 
 from starlette.types import ASGIApp
 
-from headwater.runtime.config import is_https
-from headwater.runtime.listener_config import ADMIN_LISTENERS, LISTENER_CONFIG
+from headwater.runtime.config.listeners import ADMIN_LISTENERS, LISTENER_CONFIG, is_https
 from headwater.runtime.rest.auth import Authenticator, configured_authenticator
 from headwater.runtime.rest.guard import RequestGuard
 from headwater.runtime.rest.tls import TlsSettings

@@ -7,14 +7,14 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from headwater.runtime.config.secrets import hide, password_keys
 from headwater.runtime.errors import BadRequestError, NotFoundError
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.herder.restarts import RestartPlan
+from headwater.runtime.herder.validation import config_string
 from headwater.runtime.plugins import resolve_connector_class
-from headwater.runtime.secrets import hide, password_keys
 from headwater.runtime.storage.status import Status
 from headwater.runtime.tasks.base import TaskId
-from headwater.runtime.validation import config_string
 from headwater.sdk.connector import Connector
 from headwater.sdk.errors import ConfigError
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pluggy
 
-from headwater.runtime.config import TaskSettings
+from headwater.runtime.config.connector import TaskSettings
 from headwater.runtime.converters import (
     Converter,
     HeaderConverter,
@@ -21,9 +21,9 @@ from headwater.runtime.converters import (
     load_converter,
     load_header_converter,
 )
-from headwater.runtime.logging_context import LoggingContext, for_task
+from headwater.runtime.error_handling.tolerance import ErrorHandler
+from headwater.runtime.logs.context import LoggingContext, for_task
 from headwater.runtime.plugins import plugin_manager
-from headwater.runtime.tasks.tolerance import ErrorHandler
 from headwater.runtime.transforms.chain import TransformationChain
 from headwater.sdk.context import Clock
 from headwater.sdk.task import Task

@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from time import perf_counter
 from typing import Protocol
 
-from headwater.runtime.config import TaskSettings
-from headwater.runtime.exactly_once import CONNECTOR, INTERVAL_BOUNDARY, POLL, Transactions
-from headwater.runtime.logging_context import for_offsets
+from headwater.runtime.config.connector import TaskSettings
+from headwater.runtime.config.exactly_once_support import CONNECTOR, INTERVAL_BOUNDARY, POLL, Transactions
+from headwater.runtime.logs.context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore, PartitionOffset
 from headwater.runtime.tasks.base import State, StateListener, TaskId
 from headwater.runtime.tasks.source import WorkerSourceTask, WorkerSourceTaskContext

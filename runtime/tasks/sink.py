@@ -15,13 +15,13 @@ from functools import partial
 from time import perf_counter
 
 from headwater.runtime.clock import SystemClock
-from headwater.runtime.config import TaskSettings
+from headwater.runtime.config.connector import TaskSettings
+from headwater.runtime.error_handling.dead_letter import DeadLetterQueue
+from headwater.runtime.error_handling.tolerance import Failure, Stage, class_name
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
-from headwater.runtime.tasks.dead_letter import DeadLetterQueue
 from headwater.runtime.tasks.sink_context import WorkerSinkTaskContext
 from headwater.runtime.tasks.sink_conversion import SinkConversion, joined
 from headwater.runtime.tasks.timing import BatchTimes
-from headwater.runtime.tasks.tolerance import Failure, Stage, class_name
 from headwater.runtime.transport.base import Consumer, Message, Producer
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConnectError, RetriableError

@@ -1,7 +1,7 @@
 """What a sink task gets from its loop: its context (KIP-89's ``request_commit``, rewinds, pauses) and the
 ErrantRecordReporter of KIP-610.
 
-A reported record goes through the task's :class:`~headwater.runtime.tasks.tolerance.ErrorHandler` at stage
+A reported record goes through the task's :class:`~headwater.runtime.error_handling.tolerance.ErrorHandler` at stage
 ``TASK_PUT`` with the bytes it arrived with: the loop hands tasks :class:`ConvertedRecord` objects that keep their
 consumed message, and a record a task made itself is converted back with the task's converters, as Kafka Connect
 does.
@@ -11,30 +11,48 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from headwater.runtime.tasks.tolerance import Failure, Stage, class_name
-from headwater.runtime.transport.base import Message
-from headwater.sdk.context import ErrantRecordReporter, SinkTaskContext
+from headwater.runtime.converters import Converter, HeaderConverter
+from headwater.runtime.error_handling.tolerance import ErrorHandler, Failure, Stage, class_name
+from headwater.runtime.transforms.records import ConvertedRecord
+from headwater.runtime.transport.base import Consumer, Message
+from headwater.sdk.context import Clock, ErrantRecordReporter, SinkTaskContext
 from headwater.sdk.errors import ConnectError, IllegalWorkerStateError
 from headwater.sdk.records import SinkRecord, TopicPartition
-
-if TYPE_CHECKING:
-    from headwater.runtime.tasks.sink import WorkerSinkTask
+from headwater.sdk.task import Task
 
 
-@dataclass(slots=True)
-class ConvertedRecord(SinkRecord):
-    """A :class:`SinkRecord` made by the converters, keeping the message it came from for the dead-letter queue."""
+class SinkLoop(Protocol):
+    """What the context and the reporter read of the sink task loop that owns them
+    (:class:`~headwater.runtime.tasks.sink.WorkerSinkTask`)."""
 
-    original: Message | None = field(default=None, repr=False, compare=False)
+    errant_failure: ConnectError | None
+
+    @property
+    def task(self) -> Task: ...
+    @property
+    def config(self) -> Mapping[str, str]: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def errors(self) -> ErrorHandler: ...
+    @property
+    def consumer(self) -> Consumer: ...
+    @property
+    def key_converter(self) -> Converter: ...
+    @property
+    def value_converter(self) -> Converter: ...
+    @property
+    def header_converter(self) -> HeaderConverter: ...
+    @property
+    def all_paused(self) -> bool: ...
 
 
 class WorkerErrantRecordReporter(ErrantRecordReporter):
     """Routes a task's reports to its error handler; thread-safe."""
 
-    def __init__(self, owner: WorkerSinkTask) -> None:
+    def __init__(self, owner: SinkLoop) -> None:
         self._owner = owner
 
     def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
@@ -67,7 +85,7 @@ class WorkerErrantRecordReporter(ErrantRecordReporter):
 class WorkerSinkTaskContext(SinkTaskContext):
     errant_record_reporter: WorkerErrantRecordReporter
 
-    def __init__(self, owner: WorkerSinkTask) -> None:
+    def __init__(self, owner: SinkLoop) -> None:
         self._owner = owner
         self.config = owner.config
         self.clock = owner.clock

@@ -5,7 +5,7 @@ With pass-through converters the transport's messages are handed on as they are.
 :class:`~headwater.runtime.tasks.sink_context.ConvertedRecord` that keeps the message (its bytes go to the
 dead-letter queue if the task reports the record), then goes through the connector's transforms, which may drop it.
 A message whose conversion or transformation fails goes to the task's
-:class:`~headwater.runtime.tasks.tolerance.ErrorHandler`: retried later (it and the messages after it stay
+:class:`~headwater.runtime.error_handling.tolerance.ErrorHandler`: retried later (it and the messages after it stay
 unconverted until then), skipped, or the task fails.
 """
 
@@ -16,9 +16,9 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from headwater.runtime.converters import Converter, HeaderConverter, makes_unshared_values, passes_bytes_through
-from headwater.runtime.tasks.sink_context import ConvertedRecord
-from headwater.runtime.tasks.tolerance import ErrorHandler, Failure, Stage, StageFailed, class_name
+from headwater.runtime.error_handling.tolerance import ErrorHandler, Failure, Stage, StageFailed, class_name
 from headwater.runtime.transforms.chain import TransformationChain
+from headwater.runtime.transforms.records import ConvertedRecord
 from headwater.runtime.transport.base import Message
 from headwater.sdk.records import SinkRecord
 

@@ -15,15 +15,15 @@ from collections.abc import Mapping, Sequence
 from time import perf_counter
 
 from headwater.runtime.clock import SystemClock
-from headwater.runtime.config import TaskSettings
+from headwater.runtime.config.connector import TaskSettings
+from headwater.runtime.config.topic_creation import TopicCreation
 from headwater.runtime.converters import passes_bytes_through, sends_header_bytes_through
-from headwater.runtime.logging_context import for_offsets
+from headwater.runtime.error_handling.tolerance import Failure, Stage, StageFailed, class_name
+from headwater.runtime.logs.context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
 from headwater.runtime.tasks.timing import BatchTimes
-from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class_name
-from headwater.runtime.topic_creation import TopicCreation
 from headwater.runtime.transport.base import Producer, ProducerFencedError, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError

@@ -1,9 +1,10 @@
 """A task's chain of transformations, applied in order to each record (Kafka Connect's ``TransformationChain``).
 
 Each stage is a transformation and, optionally, the predicate that decides whether it applies (negated or not). A
-stage that raises fails the record at stage ``TRANSFORMATION``: :class:`~headwater.runtime.tasks.tolerance.StageFailed`
-carries the failure, named by the transformation's class and alias, to the task's error handling, which retries,
-skips (and dead-letters) or fails as the connector's ``errors.*`` keys say.
+stage that raises fails the record at stage ``TRANSFORMATION``:
+:class:`~headwater.runtime.error_handling.tolerance.StageFailed` carries the failure, named by the
+transformation's class and alias, to the task's error handling, which retries, skips (and dead-letters) or fails as
+the connector's ``errors.*`` keys say.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
-from headwater.runtime.tasks.tolerance import Failure, Stage, StageFailed, class_name
+from headwater.runtime.error_handling.tolerance import Failure, Stage, StageFailed, class_name
 from headwater.runtime.transforms.records import Rewriting, working_copy
 from headwater.sdk.transforms import Predicate, R, Transformation
 

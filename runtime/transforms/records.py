@@ -7,11 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
-from headwater.runtime.tasks.sink_context import ConvertedRecord
+from headwater.runtime.transport.base import Message
 from headwater.sdk.records import SinkRecord, SourceRecord
 from headwater.sdk.transforms import R, Transformation
+
+
+@dataclass(slots=True)
+class ConvertedRecord(SinkRecord):
+    """A :class:`SinkRecord` made by the converters, keeping the message it came from for the dead-letter queue."""
+
+    original: Message | None = field(default=None, repr=False, compare=False)
+
 
 SAME: Any = object()
 """The default of every :func:`rebuilt` argument: keep the record's own."""

@@ -127,7 +127,7 @@ def test_the_image_runs_a_connector_and_stops_on_sigterm(
     assert image["Config"]["User"] == "1000:1000"
     assert "8083/tcp" in image["Config"]["ExposedPorts"]
     assert image["Config"]["StopSignal"] == "SIGTERM"
-    assert image["Healthcheck"]["Test"] == ["CMD", "python", "-m", "headwater.runtime.container", "health"]
+    assert image["Healthcheck"]["Test"] == ["CMD", "python", "-m", "headwater.runtime.commands.container", "health"]
 
     worker_file = tmp_path / "worker.properties"  # mounted; the environment sets the rest
     worker_file.write_text(

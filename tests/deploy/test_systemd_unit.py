@@ -26,7 +26,7 @@ def test_exec_start_is_a_distributed_worker_on_its_file(monkeypatch: pytest.Monk
     program, *args = shlex.split(service()["ExecStart"])
     assert program == "/opt/headwater/bin/headwater"  # the console script of the venv the unit's comment creates
     started: list[str] = []
-    monkeypatch.setattr("headwater.runtime.distributed.command.main", lambda path: started.append(path) or 0)
+    monkeypatch.setattr("headwater.runtime.commands.distributed.main", lambda path: started.append(path) or 0)
     assert cli.main(args) == 0
     assert started == ["/etc/headwater/worker.properties"]
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from headwater.demo.pipeline import sink_config, source_config
-from headwater.runtime.connector_keys import refused_keys, unknown_keys
-from headwater.runtime.override_policy import client_refusals
+from headwater.runtime.config.known_keys import refused_keys
+from headwater.runtime.config.override_policy import client_refusals
+from headwater.runtime.config.properties import parse_properties
+from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, unknown_connector_keys
 from headwater.runtime.plugins import resolve_connector_class
-from headwater.runtime.properties import parse_properties
-from headwater.runtime.validation import DEFAULT_WORKER_CONFIG
 from headwater.sdk import SinkConnector
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,5 +60,5 @@ def test_an_example_config_has_no_unknown_or_refused_key(
     connector = resolve_connector_class(config["connector.class"])()
     assert connector.config_def().keys, "a connector that declares no key is not checked for unknown keys"
     assert refused_keys(config, "sink" if isinstance(connector, SinkConnector) else "source") == {}
-    assert unknown_keys(config, connector, DEFAULT_WORKER_CONFIG) == {}
+    assert unknown_connector_keys(config, connector, DEFAULT_WORKER_CONFIG) == {}
     assert client_refusals(config, DEFAULT_WORKER_CONFIG) == {}

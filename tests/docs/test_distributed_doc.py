@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from headwater.runtime.config import STANDALONE_CONFIG
+from headwater.runtime.config.worker import STANDALONE_CONFIG
 from headwater.runtime.distributed import DISTRIBUTED_CONFIG
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "distributed.md"

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from headwater.runtime.config import WORKER_CONFIG
+from headwater.runtime.config.worker import WORKER_CONFIG
 from headwater.sdk import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]

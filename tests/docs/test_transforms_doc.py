@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from headwater.runtime.properties import parse_properties
+from headwater.runtime.config.properties import parse_properties
 from headwater.runtime.transforms import build_chain
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.sdk import ConfigError

@@ -72,7 +72,7 @@ CASES = {
 
 CHECK = """
 import importlib, json, pkgutil, sys
-from headwater.runtime.validation import validate_connector_config
+from headwater.runtime.herder.validation import validate_connector_config
 
 case = json.loads(sys.argv[1])
 dir = case["dir"]

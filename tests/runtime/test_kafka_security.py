@@ -18,9 +18,9 @@ from confluent_kafka.admin import AdminClient
 
 from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.monitorable import RuntimeHandles
-from headwater.runtime.distributed import DistributedWorker
-from headwater.runtime.properties import format_properties, read_properties
-from headwater.runtime.standalone import StandaloneWorker
+from headwater.runtime.commands.distributed import DistributedWorker
+from headwater.runtime.commands.standalone import StandaloneWorker
+from headwater.runtime.config.properties import format_properties, read_properties
 from support.connectors import ALLOWED_MODULES
 from support.distributed_process import DistributedWorkerProcess, cluster_props
 from support.process import WorkerProcess

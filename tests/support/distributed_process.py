@@ -63,7 +63,7 @@ class DistributedWorkerProcess(WorkerProcess):
 
     def command(self) -> list[str]:
         level = ["--log-level", self.log_level]
-        return [sys.executable, "-m", "headwater.runtime.cli", *level, "distributed", str(self.worker_path)]
+        return [sys.executable, "-m", "headwater.runtime.commands.cli", *level, "distributed", str(self.worker_path)]
 
     def ask_to_stop(self) -> None:
         """SIGTERM without waiting (:meth:`terminate` waits), so several workers can stop at once."""

@@ -2,7 +2,7 @@
 graceful stop, exit codes, waiting for an unreachable broker.
 
 :class:`WorkerProcess` writes ``worker.properties`` and one file per connector into a directory, runs
-``python -m headwater.runtime.cli standalone ...`` there with stdout and stderr appended to ``worker.log``, and
+``python -m headwater.runtime.commands.cli standalone ...`` there with stdout and stderr appended to ``worker.log``, and
 lets a test wait on a condition, signal the process and read its log and its offsets file.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from headwater.runtime.properties import format_properties
+from headwater.runtime.config.properties import format_properties
 from headwater.runtime.storage.offsets import parse_offset_key
 from support.connectors import worker_env
 
@@ -94,7 +94,15 @@ class WorkerProcess:
 
     def command(self) -> list[str]:
         paths = [str(self.worker_path), *map(str, self.connector_paths)]
-        return [sys.executable, "-m", "headwater.runtime.cli", "--log-level", self.log_level, "standalone", *paths]
+        return [
+            sys.executable,
+            "-m",
+            "headwater.runtime.commands.cli",
+            "--log-level",
+            self.log_level,
+            "standalone",
+            *paths,
+        ]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 

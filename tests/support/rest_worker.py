@@ -10,12 +10,12 @@ from typing import Any
 
 import httpx
 
-from headwater.runtime.distributed.command import DistributedWorker
+from headwater.runtime.commands.distributed import DistributedWorker
+from headwater.runtime.commands.standalone import StandaloneWorker
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.herder.health import DEFAULT_TIMEOUT_S
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.rest.security import RestSecurity
-from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore, OffsetStore
 from headwater.runtime.storage.status import StatusStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.runtime.tasks.tolerance import StageFailed
+from headwater.runtime.error_handling.tolerance import StageFailed
 from headwater.runtime.transforms import build_chain
 from headwater.runtime.transforms.builtins.schemas import normalized
 from headwater.sdk.records import SinkRecord, SourceRecord

@@ -17,9 +17,9 @@ import pytest
 from headwater.harness import SimulatedCluster
 from headwater.reference_connectors.jdbc_cdc import JdbcCdcSourceConnector, source_partition
 from headwater.reference_connectors.jdbc_cdc.task import ends_transaction
+from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, validate_connector_config
 from headwater.runtime.tasks.base import TaskId
 from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
-from headwater.runtime.validation import DEFAULT_WORKER_CONFIG, validate_connector_config
 from headwater.sdk import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from support.scratch import ScratchDatabase
 

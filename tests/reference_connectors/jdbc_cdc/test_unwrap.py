@@ -12,7 +12,7 @@ import pytest
 
 from headwater.harness import SimulatedWorker
 from headwater.reference_connectors.jdbc_cdc import JdbcCdcSourceConnector, source_partition
-from headwater.runtime.tasks.tolerance import StageFailed
+from headwater.runtime.error_handling.tolerance import StageFailed
 from headwater.runtime.transforms import build_chain
 from headwater.sdk import ConfigError, SourceRecord
 from support.scratch import ScratchDatabase

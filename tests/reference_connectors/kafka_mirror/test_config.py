@@ -15,8 +15,8 @@ from headwater.reference_connectors.kafka_mirror import (
     MirrorConfig,
     whitelist_pattern,
 )
+from headwater.runtime.config.connector import connector_config_def
 from headwater.runtime.plugins import resolve_connector_class
-from headwater.runtime.worker import connector_config_def
 from headwater.sdk import ConfigError
 from support.process import WorkerProcess
 

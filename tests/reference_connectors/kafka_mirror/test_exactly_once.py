@@ -27,9 +27,9 @@ from headwater.reference_connectors.kafka_mirror import (
     source_partition,
 )
 from headwater.runtime.clock import VirtualClock
+from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, validate_connector_config
 from headwater.runtime.tasks.base import TaskId
 from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
-from headwater.runtime.validation import DEFAULT_WORKER_CONFIG, validate_connector_config
 from headwater.sdk import ConfigError, ConnectorTransactionBoundaries, ExactlyOnceSupport
 
 ENABLED_WORKER = {**DEFAULT_WORKER_CONFIG, "exactly.once.source.support": "enabled"}

@@ -29,7 +29,7 @@ from headwater.reference_connectors.spark_sink import DeltaTable, ParquetTable, 
 from headwater.reference_connectors.spark_sink.config import SinkConfig
 from headwater.reference_connectors.spark_sink.delta_table import dynamodb_coordinator
 from headwater.reference_connectors.spark_sink.schema import table_schema
-from headwater.runtime.tasks.dead_letter import CONTEXT_HEADERS, PREFIX
+from headwater.runtime.error_handling.dead_letter import CONTEXT_HEADERS, PREFIX
 from headwater.sdk import TopicPartition
 from support.distributed_process import DistributedCluster
 from support.lake import Lake

@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 from headwater.harness.simulated import SimulatedWorker
 from headwater.reference_connectors.spark_sink import SparkSinkConnector, SparkSinkTask
 from headwater.reference_connectors.spark_sink.parquet_table import ParquetTable
+from headwater.runtime.error_handling.dead_letter import CONTEXT_HEADERS, PREFIX
 from headwater.runtime.tasks.base import State
-from headwater.runtime.tasks.dead_letter import CONTEXT_HEADERS, PREFIX
 from headwater.sdk import TopicPartition
 
 pytestmark = pytest.mark.spark

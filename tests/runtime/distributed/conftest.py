@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from headwater.harness.monitorable import RuntimeHandles
-from headwater.runtime.distributed import DistributedWorker
-from headwater.runtime.properties import format_properties, read_properties
+from headwater.runtime.commands.distributed import DistributedWorker
+from headwater.runtime.config.properties import format_properties, read_properties
 from support.distributed_process import DistributedCluster, cluster_props
 from support.rest_worker import RestWorker
 

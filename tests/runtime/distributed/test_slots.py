@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from headwater.runtime.config.distributed_worker import MAX_PREFIX_LENGTH
 from headwater.runtime.distributed import Slot, SlotPlan, connector_topic, task_topic
-from headwater.runtime.distributed.config import MAX_PREFIX_LENGTH
 from headwater.runtime.storage import MemoryConfigStore
 from headwater.runtime.tasks.base import TaskId
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from headwater.runtime.commands.standalone import StandaloneWorker
+from headwater.runtime.config.properties import PropertiesError
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.metrics import MetricsServer, worker_registry
-from headwater.runtime.properties import PropertiesError
 from headwater.runtime.rest import RestServer, create_app
-from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker

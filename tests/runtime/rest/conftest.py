@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from headwater.harness.monitorable import RuntimeHandles
-from headwater.runtime.properties import format_properties, read_properties
-from headwater.runtime.standalone import StandaloneWorker
+from headwater.runtime.commands.standalone import StandaloneWorker
+from headwater.runtime.config.properties import format_properties, read_properties
 from headwater.runtime.storage.status import StatusStore
 from support.connectors import ALLOWED_MODULES
 from support.rest_worker import MemoryRestWorker, RestWorker

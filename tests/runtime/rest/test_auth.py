@@ -14,7 +14,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from headwater.runtime.listener_config import BASIC_AUTH_EXTENSION
+from headwater.runtime.config.listeners import BASIC_AUTH_EXTENSION
 from headwater.runtime.rest import RestServer
 from headwater.runtime.rest.auth import JAAS_ENV
 from headwater.runtime.rest.client_certificate import ClientCertificate

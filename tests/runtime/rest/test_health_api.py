@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from headwater.runtime.distributed import DistributedWorker
+from headwater.runtime.commands.distributed import DistributedWorker
+from headwater.runtime.commands.standalone import StandaloneWorker
+from headwater.runtime.config.properties import format_properties, read_connector_properties, read_properties
 from headwater.runtime.herder.health import HEALTHY, STARTING, UNHEALTHY
-from headwater.runtime.properties import format_properties, read_connector_properties, read_properties
-from headwater.runtime.standalone import StandaloneWorker
 from support import slow_start
 from support.connectors import ALLOWED_MODULES
 from support.distributed_process import cluster_props

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Producer
 
 from headwater.harness.monitorable import RuntimeHandles
-from headwater.runtime.connector_offsets import ALTERED, NO_OFFSETS, RESET
+from headwater.runtime.herder.offset_alterations import ALTERED, NO_OFFSETS, RESET
 from headwater.runtime.storage.offsets import FileOffsetStore
 from support.rest_worker import MemoryRestWorker, RestWorker, sink_config, source_config, wait_until
 

@@ -13,12 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
+from headwater.runtime.commands.standalone import StandaloneWorker
+from headwater.runtime.config.properties import PropertiesError
+from headwater.runtime.config.secrets import HIDDEN, is_secret, password_keys
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.plugins import import_allowed
-from headwater.runtime.properties import PropertiesError
 from headwater.runtime.rest import RestServer, create_app
-from headwater.runtime.secrets import HIDDEN, is_secret, password_keys
-from headwater.runtime.standalone import StandaloneWorker
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker

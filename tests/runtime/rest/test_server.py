@@ -8,7 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from headwater.runtime.config import WORKER_CONFIG, parse_listener
+from headwater.runtime.config.listeners import parse_listener
+from headwater.runtime.config.worker import WORKER_CONFIG
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.storage.offsets import MemoryOffsetStore

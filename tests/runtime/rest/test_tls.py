@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from headwater.runtime import standalone
-from headwater.runtime.distributed.command import main as distributed_main
-from headwater.runtime.properties import format_properties
+from headwater.runtime.commands.distributed import main as distributed_main
+from headwater.runtime.config.properties import format_properties
 from headwater.sdk.errors import ConfigError
 from support.secure_server import Certificates, rest_server, serving
 
@@ -140,7 +140,7 @@ def test_worker_commands_refuse_a_bad_certificate_before_waiting_for_kafka(
 
 
 def test_tls_settings_on_a_plain_http_listener_are_refused_not_ignored() -> None:
-    from headwater.runtime.config import WORKER_CONFIG
+    from headwater.runtime.config.worker import WORKER_CONFIG
     from headwater.runtime.rest.security import RestSecurity
 
     config = WORKER_CONFIG.parse(

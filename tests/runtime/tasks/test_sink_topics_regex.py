@@ -12,7 +12,7 @@ import pytest
 
 from headwater.harness import SimulatedWorker
 from headwater.runtime.errors import InvalidConfigError
-from headwater.runtime.validation import DEFAULT_WORKER_CONFIG, check_connector_config, validate_connector_config
+from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, check_connector_config, validate_connector_config
 from headwater.sdk import SinkRecord
 from headwater.sdk.errors import ConfigError
 from headwater.sdk.records import TopicPartition

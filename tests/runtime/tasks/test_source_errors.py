@@ -60,7 +60,7 @@ def test_a_tolerated_record_is_skipped_logged_and_its_offset_committed(
     worker.create_topic(topic, 1)
     props = {"topic": topic, "middle": middle, "errors.tolerance": "all", "errors.log.enable": "true"}
     props["errors.log.include.messages"] = "true"
-    with caplog.at_level(logging.ERROR, logger="headwater.runtime.tasks.tolerance"):
+    with caplog.at_level(logging.ERROR, logger="headwater.runtime.error_handling.tolerance"):
         worker.add_connector("src", ThreeRecordsConnector, props)
         worker.run_until(lambda: worker.source_offset("src", PARTITION) == {"at": 2}, what="offset 2 committed")
     assert worker.task_state("src") is State.RUNNING

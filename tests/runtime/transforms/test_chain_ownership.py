@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from headwater.runtime.clock import VirtualClock
+from headwater.runtime.config.error_keys import ErrorSettings
 from headwater.runtime.converters import JsonConverter, SimpleHeaderConverter
-from headwater.runtime.tasks.sink_context import ConvertedRecord
+from headwater.runtime.error_handling.tolerance import ErrorHandler, StageFailed
 from headwater.runtime.tasks.sink_conversion import SinkConversion
-from headwater.runtime.tasks.tolerance import ErrorHandler, ErrorSettings, StageFailed
 from headwater.runtime.transforms import build_chain
-from headwater.runtime.transforms.records import rebuilt
+from headwater.runtime.transforms.records import ConvertedRecord, rebuilt
 from headwater.runtime.transport.base import Message
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.records import SinkRecord, SourceRecord

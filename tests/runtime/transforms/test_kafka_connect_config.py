@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from headwater.runtime.properties import format_properties, read_properties
-from headwater.runtime.standalone import StandaloneWorker
+from headwater.runtime.commands.standalone import StandaloneWorker
+from headwater.runtime.config.properties import format_properties, read_properties
 from support import recording_sink
 from support.connectors import ALLOWED_MODULES
 from support.java_transforms import JavaTransforms

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from headwater.runtime.tasks.tolerance import StageFailed
+from headwater.runtime.error_handling.tolerance import StageFailed
 from headwater.runtime.transforms import build_chain
 from headwater.runtime.transforms.builtins.parts import DataError
 from headwater.sdk.records import SourceRecord

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from headwater.harness.broker import free_ports
-from headwater.runtime.logging_context import ConnectorContextFilter, for_task
+from headwater.runtime.logs.context import ConnectorContextFilter, for_task
 from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.transport.librdkafka_logger import LOGGER_NAME, LibrdkafkaLogger, python_level
 
