@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater.runtime import cli
+from headwater.runtime.commands import cli
 from headwater.runtime.distributed import DISTRIBUTED_CONFIG
 
 UNIT = Path(__file__).resolve().parents[2] / "deploy" / "systemd" / "headwater-worker.service"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from headwater.runtime import container
+from headwater.runtime.commands import container
 from headwater.runtime.commands.container import (
     DEFAULT_WORKER_CONFIG,
     WORKER_CONFIG_ENV,

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from headwater.runtime import standalone
+from headwater.runtime.commands import standalone
 from headwater.runtime.commands.distributed import main as distributed_main
 from headwater.runtime.config.properties import format_properties
 from headwater.sdk.errors import ConfigError
