@@ -3,12 +3,17 @@
 Each flush writes the buffered records as one file, under a hidden name first and then renamed into the table
 (readers skip ``.`` names), and ``pre_commit`` commits only what is written. That is at least once: a crash
 between a file's rename and the commit writes those records again. The Spark sink is the exactly-once one.
+
+:class:`BufferedSinkTask` is that buffering and committing (KIP-89) apart from how a batch is written; the
+conformance suite's own tests derive their sample sinks from it, the correct one and those broken on purpose
+(``tests/harness/conformance_samples.py``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,30 +67,41 @@ class ParquetFileSink(SinkConnector):
         return [self.config]
 
 
-class ParquetFileTask(SinkTask):
+class BufferedSinkTask(SinkTask):
+    """Buffers the records it is given and writes them a batch at a time; commits only what it has written.
+
+    - ``put`` buffers; a full batch is written and ``context.request_commit()`` asks for a commit at once;
+    - ``pre_commit`` writes what is left and returns, per partition, the offset after the last record *written*:
+      the runtime commits that and never more, so a crash loses nothing that was not written (it comes again);
+    - ``close`` drops what is buffered for partitions taken away (they come again to their next owner).
+
+    A subclass says how a batch is written (:meth:`write_batch`); its ``start`` calls this one and sets
+    :attr:`batch_size`.
+    """
+
+    batch_size: int
+    """How many buffered records make a batch."""
+
     def start(self, config: Mapping[str, str]) -> None:
-        self.path = Path(config["table.path"])
-        self.path.mkdir(parents=True, exist_ok=True)
-        self.flush_max = int(config.get("flush.max.records", "1000"))
         self.buffer: list[SinkRecord] = []
         self.written: dict[TopicPartition, int] = {}
-        self.files = len(list(self.path.glob("part-*.parquet")))
+        """Per partition, the offset after the last record written: what is safe to commit."""
+
+    @abstractmethod
+    def write_batch(self, records: Sequence[SinkRecord]) -> None:
+        """Make ``records`` (at least one) durable in the table."""
 
     def put(self, records: Sequence[SinkRecord]) -> None:
         self.buffer.extend(records)
-        if len(self.buffer) >= self.flush_max:
+        if len(self.buffer) >= self.batch_size:
             self.write()
             self.context.request_commit()
 
     def write(self) -> None:
+        """Write the buffered records, if any, and count them as written."""
         if not self.buffer:
             return
-        rows = [row(record) for record in self.buffer]
-        name = f"part-{self.files:05d}.parquet"
-        hidden = self.path / f".{name}"
-        pq.write_table(pa.Table.from_pylist(rows, schema=COLUMNS), hidden)
-        os.replace(hidden, self.path / name)
-        self.files += 1
+        self.write_batch(self.buffer)
         for record in self.buffer:
             self.written[record.topic_partition] = record.offset + 1
         self.buffer.clear()
@@ -101,6 +117,24 @@ class ParquetFileTask(SinkTask):
         self.buffer = [r for r in self.buffer if r.topic_partition not in partitions]
         for tp in partitions:
             self.written.pop(tp, None)
+
+
+class ParquetFileTask(BufferedSinkTask):
+    def start(self, config: Mapping[str, str]) -> None:
+        super().start(config)
+        self.path = Path(config["table.path"])
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.batch_size = int(config.get("flush.max.records", "1000"))
+        self.files = len(list(self.path.glob("part-*.parquet")))
+
+    def write_batch(self, records: Sequence[SinkRecord]) -> None:
+        """One file more in the table: written under a hidden name, then renamed into it."""
+        rows = [row(record) for record in records]
+        name = f"part-{self.files:05d}.parquet"
+        hidden = self.path / f".{name}"
+        pq.write_table(pa.Table.from_pylist(rows, schema=COLUMNS), hidden)
+        os.replace(hidden, self.path / name)
+        self.files += 1
 
 
 def row(record: SinkRecord) -> dict[str, Any]:

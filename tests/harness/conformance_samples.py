@@ -1,13 +1,15 @@
 """Connectors for the conformance suite's own tests: a source and a sink that keep the contract, and variants that
-each break one guarantee. Their outside systems are dicts of this module, keyed by a name in the config."""
+each break one guarantee. Their outside systems are dicts of this module, keyed by a name in the config. The sinks
+are the demo's buffered sink (:mod:`headwater.demo.sink`) writing to a dict."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from headwater.demo.sink import BufferedSinkTask
 from headwater.sdk import (
     ConfigDef,
     Importance,
@@ -458,33 +460,16 @@ class TableSink(SinkConnector):
             STAGING.discard(self.config["table"])
 
 
-class TableTask(SinkTask):
+class TableTask(BufferedSinkTask):
+    """The demo's buffered sink (:class:`BufferedSinkTask`), writing each batch to its table in :data:`TABLES`."""
+
     def start(self, config: Mapping[str, str]) -> None:
+        super().start(config)
         self.table = TABLES.setdefault(config["table"], [])
-        self.batch = int(config.get("batch.size", "2"))
-        self.buffer: list[SinkRecord] = []
-        self.written: dict[TopicPartition, int] = {}
+        self.batch_size = int(config.get("batch.size", "2"))
 
-    def put(self, records: Sequence[SinkRecord]) -> None:
-        self.buffer.extend(records)
-        if len(self.buffer) >= self.batch:
-            self.write()
-            self.context.request_commit()
-
-    def write(self) -> None:
-        self.table.extend(r.value for r in self.buffer)
-        self.written.update({r.topic_partition: r.offset + 1 for r in self.buffer})
-        self.buffer.clear()
-
-    @hookimpl
-    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        self.write()
-        return {tp: offset for tp, offset in self.written.items() if tp in current_offsets}
-
-    def close(self, partitions: Collection[TopicPartition]) -> None:
-        self.buffer = [r for r in self.buffer if r.topic_partition not in partitions]
-        for tp in partitions:
-            self.written.pop(tp, None)
+    def write_batch(self, records: Sequence[SinkRecord]) -> None:
+        self.table.extend(r.value for r in records)
 
 
 def table(config: Mapping[str, Any]) -> list[Any]:
@@ -532,7 +517,7 @@ class HoardingSink(TableSink):
 class HoardingTask(TableTask):
     def put(self, records: Sequence[SinkRecord]) -> None:
         self.buffer.extend(records)
-        full = len(self.buffer) // self.batch * self.batch
+        full = len(self.buffer) // self.batch_size * self.batch_size
         if full:
             kept, self.buffer = self.buffer[full:], self.buffer[:full]
             self.write()

@@ -66,6 +66,7 @@ class {{ cookiecutter.class_prefix }}SinkConnector(SinkConnector):
 
 
 class {{ cookiecutter.class_prefix }}SinkTask(SinkTask):
+    # spelled out, not inherited from the demo's sink (headwater.demo.sink): this is the code you edit
     def start(self, config: Mapping[str, str]) -> None:
         self.directory = Path(config[keys.DIRECTORY])
         self.batch_size = int(config.get(keys.BATCH_SIZE, "100"))
