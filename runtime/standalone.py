@@ -48,7 +48,7 @@ from headwater.runtime.startup import (
 from headwater.runtime.state_dir import OFFSETS_FILE, offsets_file, prepare_state_dir, state_dir
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
-from headwater.runtime.transport.kafka_check import check_broker
+from headwater.runtime.transport.kafka import check_broker
 from headwater.runtime.validation import check_connector_config
 from headwater.runtime.worker import Worker, connector_config_def
 from headwater.sdk.errors import ConfigError, ConnectError

@@ -16,6 +16,7 @@ PACKAGES = [
     "headwater.sdk",
     "headwater.runtime",
     "headwater.runtime.transport",
+    "headwater.runtime.transport.kafka",
     "headwater.runtime.rest",
     "headwater.runtime.distributed",
     "headwater.runtime.metrics",
