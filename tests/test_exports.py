@@ -17,6 +17,7 @@ PACKAGES = [
     "headwater.runtime",
     "headwater.runtime.transport",
     "headwater.runtime.transport.kafka",
+    "headwater.runtime.transport.memory",
     "headwater.runtime.rest",
     "headwater.runtime.distributed",
     "headwater.runtime.metrics",
