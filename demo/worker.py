@@ -14,7 +14,7 @@ from headwater.demo.backend import Backend
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.storage.offsets import FileOffsetStore
-from headwater.runtime.transport.kafka_check import kafka_cluster_id
+from headwater.runtime.transport.kafka import kafka_cluster_id
 from headwater.runtime.worker import Worker
 
 WORKER_CONFIG = {

@@ -29,9 +29,7 @@ from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.tasks.base import TaskId
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.transport.base import Transport
-from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
-from headwater.runtime.transport.memory_group import MemoryConsumer
-from headwater.runtime.transport.memory_membership import MemoryGroupMember
+from headwater.runtime.transport.memory import MemoryBroker, MemoryConsumer, MemoryGroupMember, MemoryTransport
 from headwater.runtime.worker import Worker
 
 CONFIG_TOPIC, OFFSETS_TOPIC, STATUS_TOPIC = "connect-configs", "connect-offsets", "connect-status"

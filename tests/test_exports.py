@@ -16,6 +16,8 @@ PACKAGES = [
     "headwater.sdk",
     "headwater.runtime",
     "headwater.runtime.transport",
+    "headwater.runtime.transport.kafka",
+    "headwater.runtime.transport.memory",
     "headwater.runtime.rest",
     "headwater.runtime.distributed",
     "headwater.runtime.metrics",

@@ -37,7 +37,7 @@ from headwater.runtime.metrics import MetricsServer
 from headwater.runtime.rest import RestServer
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
-from headwater.runtime.transport.kafka_check import check_broker
+from headwater.runtime.transport.kafka import check_broker
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
 

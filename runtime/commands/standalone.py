@@ -51,7 +51,7 @@ from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.rest import RestServer
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
-from headwater.runtime.transport.kafka_check import check_broker
+from headwater.runtime.transport.kafka import check_broker
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
 

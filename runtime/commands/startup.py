@@ -20,7 +20,7 @@ from headwater.runtime.metrics import MetricsServer
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.rest.security import RestSecurity
 from headwater.runtime.tasks.base import State
-from headwater.runtime.transport.kafka_check import kafka_cluster_id
+from headwater.runtime.transport.kafka import kafka_cluster_id
 from headwater.sdk.errors import ConfigError, ConnectError
 
 log = logging.getLogger(__name__)

@@ -23,11 +23,16 @@ from headwater.runtime.transport.base import (
     TransactionalProducer,
     Transport,
 )
-from headwater.runtime.transport.memory import MemoryAdmin, MemoryBroker, MemoryProducer, MemoryTransport
-from headwater.runtime.transport.memory_group import MemoryConsumer
-from headwater.runtime.transport.memory_log import MemoryLog
-from headwater.runtime.transport.memory_membership import MemoryGroupMember
-from headwater.runtime.transport.memory_transactions import MemoryTransactionalProducer
+from headwater.runtime.transport.memory import (
+    MemoryAdmin,
+    MemoryBroker,
+    MemoryConsumer,
+    MemoryGroupMember,
+    MemoryLog,
+    MemoryProducer,
+    MemoryTransactionalProducer,
+    MemoryTransport,
+)
 
 __all__ = [
     "Acknowledgement",

@@ -23,8 +23,7 @@ from headwater.runtime.transport.base import (
     Transport,
 )
 from headwater.runtime.transport.kafka import KafkaTransport
-from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
-from headwater.sdk.errors import RetriableError
+from headwater.runtime.transport.memory import MemoryTransport
 from headwater.sdk.records import TopicPartition
 
 TIMEOUT_MS = 30_000
@@ -162,35 +161,3 @@ def test_a_transaction_with_a_refused_record_must_be_aborted(cluster: Cluster) -
     send(producer, cluster.topic, b"after")
     producer.commit(TIMEOUT_MS)
     assert values(poll_until(cluster.consumer(READ_COMMITTED), lambda got: len(got) >= 1)) == [b"after"]
-
-
-def test_memory_commit_with_held_acks_is_retriable_and_compaction_keeps_committed_records_only() -> None:
-    broker = MemoryBroker()
-    producer = MemoryTransport(broker).transactional_producer("tx", {})
-    producer.init_transactions(TIMEOUT_MS)
-    producer.begin()
-    producer.produce("topic", b"aborted", b"a")
-    producer.abort(TIMEOUT_MS)
-    producer.begin()
-    producer.produce("topic", b"committed", b"b")
-    broker.hold_acks()
-    with pytest.raises(RetriableError):
-        producer.commit(TIMEOUT_MS)
-    assert broker.compacted("topic") == {}
-
-    broker.release_acks()
-    producer.commit(TIMEOUT_MS)
-    assert values(list(broker.compacted("topic").values())) == [b"committed"]
-    assert values(broker.messages("topic")) == [b"aborted", b"committed"]
-    assert broker.end_offset(TopicPartition("topic", 0)) == 4  # two records, two markers
-    assert "epoch=0" in repr(producer)
-
-
-def test_memory_fenced_producer_cannot_produce() -> None:
-    transport = MemoryTransport()
-    older = transport.transactional_producer("tx", {})
-    older.init_transactions(TIMEOUT_MS)
-    older.begin()
-    transport.transactional_producer("tx", {}).init_transactions(TIMEOUT_MS)
-    with pytest.raises(ProducerFencedError, match="fenced by a newer instance"):
-        older.produce("topic", b"late")

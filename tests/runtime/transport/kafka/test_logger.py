@@ -13,7 +13,7 @@ import pytest
 from headwater.harness.broker import free_ports
 from headwater.runtime.logs.context import ConnectorContextFilter, for_task
 from headwater.runtime.transport.kafka import KafkaTransport
-from headwater.runtime.transport.librdkafka_logger import LOGGER_NAME, LibrdkafkaLogger, python_level
+from headwater.runtime.transport.kafka.logger import LOGGER_NAME, LibrdkafkaLogger, python_level
 
 PID_RETRY = (
     "[thrd:main]: Failed to acquire idempotence PID from broker localhost:9092/1: "

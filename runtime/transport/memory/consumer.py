@@ -1,17 +1,15 @@
-"""Consumer groups of the in-memory broker: a coordinator per group and the consumer that joins it.
+"""The in-memory broker's consumer: a member of a consumer group (whose coordinator is
+:mod:`~headwater.runtime.transport.memory.coordinator`) or manually assigned partitions, fetching without waiting.
 
-The group follows Kafka's cooperative (incremental) protocol. It keeps a sticky, balanced *target* assignment and,
-per member, the partitions that member *owns*. A member's ``poll`` first revokes what it owns beyond its target, and
-only then claims the target partitions nobody owns any more, so a partition that moves is revoked from its old owner
-before its new owner gets it. Nothing happens between polls; every change is applied by the member it concerns.
+In a group, each ``poll`` applies what the group changed since the last one, cooperatively: it first revokes what
+the member owns beyond its target, and only then claims the target partitions nobody owns any more.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from headwater.runtime.transport.base import (
     ISOLATION_LEVEL,
@@ -22,183 +20,30 @@ from headwater.runtime.transport.base import (
     RebalanceListener,
     matching,
 )
+from headwater.runtime.transport.memory.coordinator import ConsumerGroup, Member
+from headwater.runtime.transport.memory.state import BrokerState
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.records import TopicPartition
-
-if TYPE_CHECKING:
-    from headwater.runtime.transport.memory import MemoryBroker
-
-
-@dataclass(slots=True, eq=False)
-class Member:
-    """One member of a group, as the coordinator sees it."""
-
-    member_id: str
-    seq: int
-    topics: frozenset[str]
-    owned: set[TopicPartition] = field(default_factory=set)
-    expelled: bool = False
-
-
-class ConsumerGroup:
-    """A group's members, target assignment and committed offsets. Lives on the broker; used under its lock."""
-
-    def __init__(self, group_id: str, broker: MemoryBroker) -> None:
-        self.group_id = group_id
-        self.broker = broker
-        self.members: dict[str, Member] = {}
-        self.committed: dict[TopicPartition, int] = {}
-        self.commit_count = 0
-        self._commit_failures = 0
-        self._commit_error: Exception | None = None
-        self._joins = 0
-        self._owners: dict[TopicPartition, str] = {}
-        self._target: dict[str, frozenset[TopicPartition]] = {}
-        self._target_version = -1
-
-    # -- membership ----------------------------------------------------------------------------------------------
-
-    def join(self, topics: Collection[str]) -> Member:
-        """Add a fresh member subscribed to ``topics``."""
-        self._joins += 1
-        member = Member(f"member-{self._joins}", self._joins, frozenset(topics))
-        self.members[member.member_id] = member
-        self._target_version = -1
-        return member
-
-    def resubscribe(self, member: Member, topics: Collection[str]) -> None:
-        member.topics = frozenset(topics)
-        self._target_version = -1
-
-    def leave(self, member: Member) -> None:
-        """Drop ``member``; the partitions it owned are free for the others to claim."""
-        if self.members.get(member.member_id) is not member:
-            return
-        del self.members[member.member_id]
-        for tp in member.owned:
-            if self._owners.get(tp) == member.member_id:
-                del self._owners[tp]
-        member.owned.clear()
-        self._target_version = -1
-
-    def expel(self, member_id: str) -> None:
-        member = self.members.get(member_id)
-        if member is None:
-            raise ConnectError(f"Group {self.group_id} has no member {member_id}")
-        self.leave(member)
-        member.expelled = True
-
-    def member_ids(self) -> list[str]:
-        return [member.member_id for member in sorted(self.members.values(), key=lambda m: m.seq)]
-
-    def assignment(self) -> dict[str, frozenset[TopicPartition]]:
-        return {mid: frozenset(self.members[mid].owned) for mid in self.member_ids()}
-
-    # -- assignment ----------------------------------------------------------------------------------------------
-
-    def target(self) -> dict[str, frozenset[TopicPartition]]:
-        """Member id -> target partitions, recomputed when membership or the broker's topics changed."""
-        if self._target_version != self.broker.metadata_version:
-            self._target = self._compute_target()
-            self._target_version = self.broker.metadata_version
-        return self._target
-
-    def release(self, member: Member, partitions: Collection[TopicPartition]) -> None:
-        """``member`` has revoked ``partitions``; others may claim them."""
-        for tp in partitions:
-            member.owned.discard(tp)
-            if self._owners.get(tp) == member.member_id:
-                del self._owners[tp]
-
-    def claim(self, member: Member) -> frozenset[TopicPartition]:
-        """Give ``member`` the target partitions nobody owns; return them."""
-        if self.members.get(member.member_id) is not member:
-            return frozenset()
-        wanted = self.target().get(member.member_id, frozenset())
-        added = frozenset(tp for tp in wanted if tp not in member.owned and tp not in self._owners)
-        for tp in added:
-            self._owners[tp] = member.member_id
-        member.owned |= added
-        return added
-
-    def _compute_target(self) -> dict[str, frozenset[TopicPartition]]:
-        members = sorted(self.members.values(), key=lambda m: m.seq)
-        counts = self.broker.topics()
-        topics = sorted({topic for member in members for topic in member.topics if topic in counts})
-        partitions = [TopicPartition(topic, p) for topic in topics for p in range(counts[topic])]
-        previous = {tp: mid for mid, tps in self._target.items() for tp in tps}
-        plan: dict[str, set[TopicPartition]] = {member.member_id: set() for member in members}
-        free: list[TopicPartition] = []
-        for tp in partitions:
-            keeper = self.members.get(previous.get(tp, ""))
-            if keeper is not None and tp.topic in keeper.topics:
-                plan[keeper.member_id].add(tp)
-            else:
-                free.append(tp)
-
-        def load(member: Member) -> tuple[int, int]:
-            return len(plan[member.member_id]), member.seq
-
-        for tp in free:
-            candidates = [member for member in members if tp.topic in member.topics]
-            if candidates:
-                plan[min(candidates, key=load).member_id].add(tp)
-        while self._move_one(members, plan):
-            pass
-        return {mid: frozenset(tps) for mid, tps in plan.items()}
-
-    @staticmethod
-    def _move_one(members: Sequence[Member], plan: dict[str, set[TopicPartition]]) -> bool:
-        """Move one partition from a member to one holding at least two fewer; False when balanced."""
-        for giver in sorted(members, key=lambda m: (-len(plan[m.member_id]), m.seq)):
-            given = plan[giver.member_id]
-            for tp in sorted(given, reverse=True):
-                takers = [
-                    m
-                    for m in members
-                    if m is not giver and tp.topic in m.topics and len(plan[m.member_id]) <= len(given) - 2
-                ]
-                if takers:
-                    taker = min(takers, key=lambda m: (len(plan[m.member_id]), m.seq))
-                    given.discard(tp)
-                    plan[taker.member_id].add(tp)
-                    return True
-        return False
-
-    # -- commits -------------------------------------------------------------------------------------------------
-
-    def fail_next_commits(self, n: int, error: Exception | None) -> None:
-        self._commit_failures = n
-        self._commit_error = error
-
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> Exception | None:
-        """Store ``offsets``, or return the injected failure and store nothing."""
-        if self._commit_failures > 0:
-            self._commit_failures -= 1
-            return self._commit_error or ConnectError(f"Commit of group {self.group_id} failed")
-        self.committed.update(offsets)
-        self.commit_count += 1
-        return None
-
 
 _Completion = tuple[CommitCallback, Exception | None, dict[TopicPartition, int]]
 
 
 class MemoryConsumer:
-    """A consumer of a :class:`MemoryBroker`, in a group (:meth:`subscribe`) or manually assigned (:meth:`assign`)."""
+    """A consumer of the in-memory broker whose ``state`` it takes, in a group (:meth:`subscribe`) or manually
+    assigned (:meth:`assign`)."""
 
-    def __init__(self, broker: MemoryBroker, group_id: str | None, config: Mapping[str, Any]) -> None:
+    def __init__(self, state: BrokerState, group_id: str | None, config: Mapping[str, Any]) -> None:
         reset = config.get("auto.offset.reset", "earliest")
         if reset not in ("earliest", "latest"):
             raise ConfigError("auto.offset.reset", reset, "must be 'earliest' or 'latest'")
-        self.broker = broker
+        self.state = state
         self.group_id = group_id
         self._reset: str = reset
         isolation = config.get(ISOLATION_LEVEL, READ_COMMITTED)
         if isolation not in (READ_COMMITTED, READ_UNCOMMITTED):
             raise ConfigError(ISOLATION_LEVEL, isolation, f"must be {READ_COMMITTED!r} or {READ_UNCOMMITTED!r}")
         self._committed_only = isolation == READ_COMMITTED
-        self._group = broker.consumer_group(group_id) if group_id is not None else None
+        self._group = state.consumer_group(group_id) if group_id is not None else None
         self._member: Member | None = None
         self._topics: frozenset[str] = frozenset()
         self._listener: RebalanceListener | None = None
@@ -226,26 +71,26 @@ class MemoryConsumer:
     def subscribe_pattern(self, pattern: re.Pattern[str], listener: RebalanceListener) -> None:
         """See :meth:`Consumer.subscribe_pattern`: the topics matching ``pattern`` now, and at each :meth:`poll`
         after a topic was created or deleted (the in-memory cluster's metadata is never stale)."""
-        with self.broker.lock:
+        with self.state.lock:
             self._pattern = pattern
-            self._pattern_version = self.broker.metadata_version
-            topics = matching(pattern, self.broker.topics())
+            self._pattern_version = self.state.metadata_version
+            topics = matching(pattern, self.state.topics())
         self._subscribe(topics, listener)
 
     def _follow_pattern(self) -> None:
         """Subscribe again when the broker's topics changed since the pattern was last matched."""
-        with self.broker.lock:
+        with self.state.lock:
             pattern, listener = self._pattern, self._listener
-            if pattern is None or listener is None or self._pattern_version == self.broker.metadata_version:
+            if pattern is None or listener is None or self._pattern_version == self.state.metadata_version:
                 return
-            self._pattern_version = self.broker.metadata_version
-            topics = matching(pattern, self.broker.topics())
+            self._pattern_version = self.state.metadata_version
+            topics = matching(pattern, self.state.topics())
             if frozenset(topics) == self._topics:
                 return
         self._subscribe(topics, listener)
 
     def _subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
-        with self.broker.lock:
+        with self.state.lock:
             self._check_open()
             if self._group is None:
                 raise ConnectError("subscribe needs a group id")
@@ -260,7 +105,7 @@ class MemoryConsumer:
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
         """Read exactly ``partitions``, without group membership; partitions kept from before keep their position."""
-        with self.broker.lock:
+        with self.state.lock:
             self._check_open()
             if self._member is not None:
                 raise ConnectError("Consumer is subscribed to a group; it cannot also be assigned partitions")
@@ -277,7 +122,7 @@ class MemoryConsumer:
         Partitions take turns, starting after the last one served by the previous poll; each partition's records
         come in offset order.
         """
-        with self.broker.lock:
+        with self.state.lock:
             self._check_open()
             if self._member is None and not self._manual:
                 raise ConnectError("Consumer is neither subscribed nor assigned")
@@ -287,18 +132,18 @@ class MemoryConsumer:
         return self._fetch(max_records)
 
     def _serve_completions(self) -> None:
-        with self.broker.lock:
+        with self.state.lock:
             ready, self._completions = self._completions, []
         for served, (callback, error, offsets) in enumerate(ready, 1):
             try:
                 callback(error, offsets)
             except BaseException:
-                with self.broker.lock:
+                with self.state.lock:
                     self._completions[:0] = ready[served:]
                 raise
 
     def _rebalance(self) -> None:
-        lock, group, member, listener = self.broker.lock, self._group, self._member, self._listener
+        lock, group, member, listener = self.state.lock, self._group, self._member, self._listener
         if group is None or member is None or listener is None:
             return
         with lock:
@@ -335,13 +180,13 @@ class MemoryConsumer:
             if lost:
                 listener.on_partitions_lost(lost)
         finally:
-            with self.broker.lock:
+            with self.state.lock:
                 self._drop(lost)
                 if self._member is member and not self._closed:
                     self._member = group.join(self._topics)
 
     def _fetch(self, max_records: int) -> list[Message]:
-        with self.broker.lock:
+        with self.state.lock:
             if self._fetch_order is None:
                 self._fetch_order = sorted(self._positions.keys() - self._paused)
             order, positions = self._fetch_order, self._positions
@@ -352,11 +197,11 @@ class MemoryConsumer:
             start = self._cursor % len(order)
             rotated = order[start:] + order[:start]
             last = -1
-            transactions = self.broker.transactions
+            transactions = self.state.transactions
             while remaining > 0:
                 ready = []
                 for index, tp in enumerate(rotated):
-                    log = self.broker.log(tp)
+                    log = self.state.log(tp)
                     if log is None:
                         continue
                     end = len(log)
@@ -390,27 +235,27 @@ class MemoryConsumer:
             return out
 
     def assignment(self) -> frozenset[TopicPartition]:
-        with self.broker.lock:
+        with self.state.lock:
             return frozenset(self._positions)
 
     def position(self, partition: TopicPartition) -> int:
         """The offset of the next record this consumer will fetch from ``partition``."""
-        with self.broker.lock:
+        with self.state.lock:
             self._check_assigned([partition])
             return self._positions[partition]
 
     def positions(self) -> dict[TopicPartition, int]:
-        with self.broker.lock:
+        with self.state.lock:
             return dict(self._positions)
 
     def high_watermarks(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         """The end of each assigned partition's log (the in-memory broker has no fetch to wait for)."""
-        with self.broker.lock:
+        with self.state.lock:
             if self._closed:
                 return {}
             found: dict[TopicPartition, int] = {}
             for tp in partitions:
-                log = self.broker.log(tp) if tp in self._positions else None
+                log = self.state.log(tp) if tp in self._positions else None
                 if log is not None:
                     found[tp] = len(log)
             return found
@@ -419,25 +264,25 @@ class MemoryConsumer:
         """Fetch ``partition`` from ``offset`` next."""
         if offset < 0:
             raise ConnectError(f"Cannot seek {partition} to negative offset {offset}")
-        with self.broker.lock:
+        with self.state.lock:
             self._check_assigned([partition])
             self._positions[partition] = offset
 
     def pause(self, partitions: Collection[TopicPartition]) -> None:
         """Stop fetching ``partitions`` until :meth:`resume`; they stay assigned."""
-        with self.broker.lock:
+        with self.state.lock:
             self._check_assigned(partitions)
             self._paused.update(partitions)
             self._fetch_order = None
 
     def resume(self, partitions: Collection[TopicPartition]) -> None:
-        with self.broker.lock:
+        with self.state.lock:
             self._check_assigned(partitions)
             self._paused.difference_update(partitions)
             self._fetch_order = None
 
     def paused(self) -> frozenset[TopicPartition]:
-        with self.broker.lock:
+        with self.state.lock:
             return frozenset(self._paused)
 
     def commit(
@@ -451,7 +296,7 @@ class MemoryConsumer:
         A synchronous commit raises on failure and calls ``on_complete`` before returning; an asynchronous one
         stores nothing on failure and reports either way through ``on_complete`` at the next :meth:`poll`.
         """
-        with self.broker.lock:
+        with self.state.lock:
             self._check_open()
             if self._group is None:
                 raise ConnectError("commit needs a group id")
@@ -467,13 +312,13 @@ class MemoryConsumer:
             on_complete(None, offsets)
 
     def committed(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int | None]:
-        with self.broker.lock:
+        with self.state.lock:
             stored = self._group.committed if self._group is not None else {}
             return {tp: stored.get(tp) for tp in partitions}
 
     def close(self) -> None:
         """Leave the group without calling the listener; pending commit callbacks are dropped."""
-        with self.broker.lock:
+        with self.state.lock:
             if self._closed:
                 return
             self._closed = True
@@ -490,7 +335,7 @@ class MemoryConsumer:
         if committed is not None:
             return committed
         if self._reset == "latest":
-            log = self.broker.log(tp)
+            log = self.state.log(tp)
             return len(log) if log is not None else 0
         return 0
 

@@ -1,15 +1,14 @@
-"""The in-memory broker's producer: Java's murmur2 partitioner, fault injection, and acks delivered from ``poll``.
+"""The in-memory broker's producer: Java's partitioner (:mod:`~headwater.runtime.transport.memory.partitioner`),
+injected faults (:mod:`~headwater.runtime.transport.memory.faults`), and acks delivered from ``poll``.
 
-Part of the in-process broker of :mod:`headwater.runtime.transport.memory`, which makes these producers. It refuses
-what librdkafka's producer and a Kafka broker refuse, with the same errors (see
+It refuses what librdkafka's producer and a Kafka broker refuse, with the same errors (see
 :mod:`~headwater.runtime.transport.refusals`).
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from headwater.runtime.transport.base import (
     Acknowledgement,
@@ -18,6 +17,9 @@ from headwater.runtime.transport.base import (
     RawHeaders,
     RecordMetadata,
 )
+from headwater.runtime.transport.memory.faults import ProducerFaults
+from headwater.runtime.transport.memory.partitioner import key_partition
+from headwater.runtime.transport.memory.state import BrokerState
 from headwater.runtime.transport.refusals import (
     INVALID_RECORD,
     KNOWN_MISSING_TOPIC,
@@ -34,119 +36,7 @@ from headwater.runtime.transport.refusals import (
     unknown_topic,
 )
 from headwater.sdk.context import Clock
-from headwater.sdk.errors import ConnectError, RetriableError
-
-if TYPE_CHECKING:
-    from headwater.runtime.transport.memory import MemoryBroker
-
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (seed ``0x9747b28c``) as a signed 32-bit int, the hash its partitioner uses."""
-    length = len(data)
-    h = (0x9747B28C ^ length) & _MASK
-    whole = length & ~3
-    for k in struct.unpack_from(f"<{length >> 2}I", data):
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    rest = length & 3
-    if rest == 3:
-        h ^= data[whole + 2] << 16
-    if rest >= 2:
-        h ^= data[whole + 1] << 8
-    if rest >= 1:
-        h ^= data[whole]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - 0x100000000 if h & 0x80000000 else h
-
-
-def key_partition(key: bytes, partitions: int) -> int:
-    """The partition Kafka's default partitioner picks for ``key``: ``toPositive(murmur2(key)) % partitions``."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
-
-
-class ProducerFaults:
-    """Faults to inject into producers: held acks, failing sends and failing deliveries.
-
-    A producer consults its own faults and then its broker's, which apply to every producer of that broker.
-    The owner (producer or broker) calls these methods under the broker lock.
-    """
-
-    def __init__(self) -> None:
-        self.hold_all = False
-        self.held_topics: set[str] = set()
-        self.send_failures = 0
-        self.send_failures_retriable = True
-        self.delivery_failures = 0
-        self.delivery_error: Exception | None = None
-        self.armed = False
-        """True while a send or delivery failure is pending; lets ``produce`` skip the checks otherwise."""
-
-    def hold_acks(self, topic: str | None = None) -> None:
-        """From now on, keep acks for ``topic`` (every topic when ``None``) queued until :meth:`release_acks`."""
-        if topic is None:
-            self.hold_all = True
-        else:
-            self.held_topics.add(topic)
-
-    def release_acks(self, topic: str | None = None) -> None:
-        """Stop holding ``topic``'s acks, or every hold when ``None``; the next ``poll``/``flush`` delivers them."""
-        if topic is None:
-            self.hold_all = False
-            self.held_topics.clear()
-        else:
-            self.held_topics.discard(topic)
-
-    def holds(self, topic: str) -> bool:
-        return self.hold_all or topic in self.held_topics
-
-    @property
-    def holding(self) -> bool:
-        return self.hold_all or bool(self.held_topics)
-
-    def fail_next_sends(self, n: int, retriable: bool = True) -> None:
-        """Make the next ``n`` ``produce`` calls raise (:class:`RetriableError` or :class:`ConnectError`)."""
-        self.send_failures = n
-        self.send_failures_retriable = retriable
-        self._arm()
-
-    def fail_next_deliveries(self, n: int, error: Exception | None = None) -> None:
-        """Make the next ``n`` produced records fail: not stored, delivery callback gets ``(error, None)``."""
-        self.delivery_failures = n
-        self.delivery_error = error
-        self._arm()
-
-    def take_send_failure(self) -> ConnectError | None:
-        if self.send_failures <= 0:
-            return None
-        self.send_failures -= 1
-        self._arm()
-        if self.send_failures_retriable:
-            return RetriableError("injected send failure")
-        return ConnectError("injected send failure")
-
-    def take_delivery_failure(self) -> Exception | None:
-        if self.delivery_failures <= 0:
-            return None
-        self.delivery_failures -= 1
-        self._arm()
-        return self.delivery_error or ConnectError("delivery failed")
-
-    def _arm(self) -> None:
-        self.armed = self.send_failures > 0 or self.delivery_failures > 0
-
-    def __repr__(self) -> str:
-        held = "all" if self.hold_all else sorted(self.held_topics)
-        failing = f"send_failures={self.send_failures}, delivery_failures={self.delivery_failures}"
-        return f"ProducerFaults(held={held}, {failing})"
-
+from headwater.sdk.errors import ConnectError
 
 _new_metadata = RecordMetadata.__new__
 _set_topic = RecordMetadata.__dict__["topic"].__set__
@@ -193,8 +83,8 @@ class MemoryProducer:
     """Appends records to the broker at ``produce`` time and delivers their acks, in produce order, from
     :meth:`poll`/:meth:`flush`. ``sent`` counts stored records, ``acked``/``failed`` count delivered acks."""
 
-    def __init__(self, broker: MemoryBroker, config: Mapping[str, Any]) -> None:
-        self.broker = broker
+    def __init__(self, state: BrokerState, config: Mapping[str, Any]) -> None:
+        self.state = state
         self.faults = ProducerFaults()
         self.sent = 0
         self.acked = 0
@@ -209,7 +99,7 @@ class MemoryProducer:
         self._missing: set[str] = set()
         """Topics a record failed to reach because they do not exist: ``produce`` refuses them until they do."""
         self._closed = False
-        broker.register_producer(self)
+        state.register_producer(self)
 
     def produce(
         self,
@@ -232,26 +122,26 @@ class MemoryProducer:
             if counted > self.message_max_bytes:
                 limit = self.message_max_bytes
                 raise ConnectError(too_large_for_producer(TOO_LARGE_FOR_PRODUCER, topic, counted, limit))
-        broker = self.broker
-        with broker.lock:
+        state = self.state
+        with state.lock:
             if self._closed:
                 raise ConnectError("Producer is closed")
-            faults, shared = self.faults, broker.faults
+            faults, shared = self.faults, state.faults
             if faults.armed or shared.armed:
                 send_error = faults.take_send_failure() or shared.take_send_failure()
                 if send_error is not None:
                     raise send_error
-            logs = broker._logs.get(topic)
+            logs = state.logs.get(topic)
             if logs is None:
-                if not broker.auto_create_topics:
+                if not state.auto_create_topics:
                     if topic in self._missing:
                         raise ConnectError(unknown_topic(KNOWN_MISSING_TOPIC, topic))
                     self._missing.add(topic)
                     self._pending.append((topic, on_delivery, None, ConnectError(unknown_topic(UNKNOWN_TOPIC, topic))))
                     return
-                broker.create_topic(topic, broker.default_partitions)
-                logs = broker._logs[topic]
-            rules = broker.rules[topic]
+                state.create_topic(topic, state.default_partitions)
+                logs = state.logs[topic]
+            rules = state.rules[topic]
             if (key is None and rules[0]) or size > rules[1] - BATCH_SLACK or headers:
                 refusal_error = _refusal(topic, key, value, headers, rules)
                 if refusal_error is not None:
@@ -307,10 +197,10 @@ class MemoryProducer:
 
     def poll(self, timeout_ms: int = 0) -> int:
         """Deliver every ack that is not held, in produce order; return how many were delivered."""
-        with self.broker.lock:
+        with self.state.lock:
             if not self._pending:
                 return 0
-            faults, shared = self.faults, self.broker.faults
+            faults, shared = self.faults, self.state.faults
             if faults.holding or shared.holding:
                 ready: list[_Pending] = []
                 held: list[_Pending] = []
@@ -334,11 +224,11 @@ class MemoryProducer:
                     if callback is not None:
                         callback(error, None)
         except BaseException:
-            with self.broker.lock:
+            with self.state.lock:
                 self._pending[:0] = ready[acked + failed :]
             raise
         finally:
-            with self.broker.lock:
+            with self.state.lock:
                 self.acked += acked
                 self.failed += failed
         return acked + failed
@@ -346,38 +236,38 @@ class MemoryProducer:
     def flush(self, timeout_ms: int) -> int:
         """Deliver every ack that is not held; return how many are still outstanding (the held ones)."""
         self.poll(0)
-        with self.broker.lock:
+        with self.state.lock:
             return len(self._pending)
 
     def close(self) -> None:
         """Refuse further records; acks still queued are not delivered."""
-        with self.broker.lock:
+        with self.state.lock:
             self._closed = True
-        self.broker.unregister_producer(self)
+        self.state.unregister_producer(self)
 
     def hold_acks(self, topic: str | None = None) -> None:
         """Hold this producer's acks for ``topic`` (all topics when ``None``); see :class:`ProducerFaults`."""
-        with self.broker.lock:
+        with self.state.lock:
             self.faults.hold_acks(topic)
 
     def release_acks(self, topic: str | None = None) -> None:
-        with self.broker.lock:
+        with self.state.lock:
             self.faults.release_acks(topic)
 
     def held_acks(self) -> int:
         """How many queued acks this producer's or the broker's holds keep back."""
-        with self.broker.lock:
-            faults, shared = self.faults, self.broker.faults
+        with self.state.lock:
+            faults, shared = self.faults, self.state.faults
             return sum(1 for entry in self._pending if faults.holds(entry[0]) or shared.holds(entry[0]))
 
     def fail_next_sends(self, n: int, retriable: bool = True) -> None:
         """The next ``n`` ``produce`` calls raise; see :meth:`ProducerFaults.fail_next_sends`."""
-        with self.broker.lock:
+        with self.state.lock:
             self.faults.fail_next_sends(n, retriable)
 
     def fail_next_deliveries(self, n: int, error: Exception | None = None) -> None:
         """The next ``n`` records fail; see :meth:`ProducerFaults.fail_next_deliveries`."""
-        with self.broker.lock:
+        with self.state.lock:
             self.faults.fail_next_deliveries(n, error)
 
     def __repr__(self) -> str:

@@ -37,7 +37,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from headwater.runtime.transport.base import Delivery, LogApply, raise_failed, record_key
-from headwater.runtime.transport.librdkafka_logger import with_logger
+from headwater.runtime.transport.kafka.logger import with_logger
 from headwater.sdk.errors import ConnectError
 
 log = logging.getLogger(__name__)

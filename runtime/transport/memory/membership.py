@@ -1,32 +1,30 @@
 """The in-memory transport's :class:`~headwater.runtime.transport.base.GroupMember`: a
-:class:`~headwater.runtime.transport.memory_group.MemoryConsumer` of the group that never fetches (every assigned
+:class:`~headwater.runtime.transport.memory.consumer.MemoryConsumer` of the group that never fetches (every assigned
 partition is paused). The in-memory group is cooperative and sticky like Kafka's with cooperative-sticky
 assignment. It has no clock: a member that stops polling keeps its partitions until
-:meth:`~headwater.runtime.transport.memory.MemoryBroker.expel_member` plays the coordinator's session timeout."""
+:meth:`~headwater.runtime.transport.memory.broker.MemoryBroker.expel_member` plays the coordinator's session
+timeout."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING
 
 from headwater.runtime.transport.base import RebalanceListener
-from headwater.runtime.transport.memory_group import MemoryConsumer
+from headwater.runtime.transport.memory.consumer import MemoryConsumer
+from headwater.runtime.transport.memory.state import BrokerState
 from headwater.sdk.records import TopicPartition
-
-if TYPE_CHECKING:
-    from headwater.runtime.transport.memory import MemoryBroker
 
 log = logging.getLogger(__name__)
 
 
 class MemoryGroupMember:
-    """A member of ``group_id`` on ``broker``."""
+    """A member of ``group_id`` on the in-memory broker whose ``state`` it takes."""
 
-    def __init__(self, broker: MemoryBroker, group_id: str, listener: RebalanceListener) -> None:
+    def __init__(self, state: BrokerState, group_id: str, listener: RebalanceListener) -> None:
         self.group_id = group_id
         self._listener = listener
-        self._consumer = MemoryConsumer(broker, group_id, {})
+        self._consumer = MemoryConsumer(state, group_id, {})
         self._owned: set[TopicPartition] = set()
         self._closed = False
 

@@ -1,8 +1,8 @@
-"""The in-memory transport's :class:`~headwater.runtime.transport.base.TopicLog`: a compacted topic of a
-:class:`~headwater.runtime.transport.memory.MemoryBroker` read as a log of keyed records, so the Kafka stores (and
-with them a distributed worker) run in memory, on the virtual clock.
+"""The in-memory transport's :class:`~headwater.runtime.transport.base.TopicLog`: a compacted topic of the in-memory
+broker read as a log of keyed records, so the Kafka stores (and with them a distributed worker) run in memory, on
+the virtual clock.
 
-Records are written through a :class:`~headwater.runtime.transport.memory_producer.MemoryProducer`, so they land
+Records are written through a :class:`~headwater.runtime.transport.memory.producer.MemoryProducer`, so they land
 on the partition murmur2 of their key picks and the broker refuses what Kafka refuses (a record without a key on a
 compacted topic, say). Nothing waits: a record not acknowledged once the producer is flushed (the broker holds
 acks, or fails them) is reported at once, as a timeout or the broker's error.
@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from headwater.runtime.transport.base import Delivery, LogApply, Message, RecordMetadata, raise_failed, record_key
-from headwater.runtime.transport.memory_producer import MemoryProducer
+from headwater.runtime.transport.memory.producer import MemoryProducer
+from headwater.runtime.transport.memory.state import BrokerState
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
-
-if TYPE_CHECKING:
-    from headwater.runtime.transport.memory import MemoryBroker
 
 
 def skipping(log: list[Message], start: int, end: int, hidden: set[int]) -> list[Message]:
@@ -29,13 +26,14 @@ def skipping(log: list[Message], start: int, end: int, hidden: set[int]) -> list
 
 
 class MemoryLog:
-    """One compacted topic of ``broker`` (see :meth:`Transport.topic_log` for the arguments)."""
+    """One compacted topic of the in-memory broker whose ``state`` it takes (see :meth:`Transport.topic_log` for the
+    other arguments)."""
 
     where = "memory"
 
     def __init__(
         self,
-        broker: MemoryBroker,
+        state: BrokerState,
         topic: str,
         apply: LogApply,
         *,
@@ -47,7 +45,7 @@ class MemoryLog:
     ) -> None:
         if partitions < 1 or replication_factor < 1:
             raise ValueError(f"topic {topic!r} needs partitions >= 1 and replication_factor >= 1")
-        self.broker = broker
+        self.state = state
         self.topic = topic
         self.partitions = partitions
         self.exact_partitions = exact_partitions
@@ -61,15 +59,15 @@ class MemoryLog:
     def start(self) -> None:
         if self._producer is not None:
             raise ConnectError(f"the log of topic {self.topic!r} is started already")
-        with self.broker.lock:
-            count = self.broker.topics().get(self.topic)
+        with self.state.lock:
+            count = self.state.topics().get(self.topic)
             if count is None:
-                self.broker.create_topic(self.topic, self.partitions, self.topic_config)
+                self.state.create_topic(self.topic, self.partitions, self.topic_config)
                 count = self.partitions
         if self.exact_partitions and count != self.partitions:
             raise ConnectError(f"topic {self.topic!r} must have exactly {self.partitions} partition(s) but has {count}")
         self._positions = dict.fromkeys(range(count), 0)
-        self._producer = MemoryProducer(self.broker, {})
+        self._producer = MemoryProducer(self.state, {})
         self.read_to_end()
 
     def stop(self) -> None:
@@ -116,12 +114,12 @@ class MemoryLog:
         ``read_committed`` consumer reads them; return how many."""
         self._require()
         with self._read_lock:
-            with self.broker.lock:
+            with self.state.lock:
                 new = []
-                transactions = self.broker.transactions
+                transactions = self.state.transactions
                 for partition, position in self._positions.items():
                     tp = TopicPartition(self.topic, partition)
-                    log = self.broker.log(tp)
+                    log = self.state.log(tp)
                     if log is None:
                         raise ConnectError(f"cannot read topic {self.topic!r}: it was deleted")
                     end = transactions.stable_end(tp, len(log))

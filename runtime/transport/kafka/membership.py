@@ -11,7 +11,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from headwater.runtime.transport.base import MissingTopicError, RebalanceListener
-from headwater.runtime.transport.librdkafka_logger import LibrdkafkaLogger
+from headwater.runtime.transport.kafka.logger import LibrdkafkaLogger
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition as OurTopicPartition
 

@@ -1,48 +1,24 @@
 """The transactional producer on a real Kafka cluster: confluent-kafka's transactions API, its errors mapped as
-confluent-kafka documents them (``KafkaError.fatal()``: fenced for good; ``txn_requires_abort()``: abort, then begin
-again; ``retriable()``: call again)."""
+confluent-kafka documents them (:func:`~headwater.runtime.transport.kafka.errors.transaction_error`); once fenced,
+it refuses every further call."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 
 from headwater.runtime.transport.base import (
     Acknowledgement,
     DeliveryCallback,
     ProducerFencedError,
     RawHeaders,
-    TransactionAbortableError,
 )
-from headwater.runtime.transport.kafka import KafkaProducer
-from headwater.sdk.errors import ConnectError, RetriableError
+from headwater.runtime.transport.kafka.errors import transaction_error
+from headwater.runtime.transport.kafka.producer import KafkaProducer
 
 _R = TypeVar("_R")
-
-FENCED = frozenset(
-    {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH, KafkaError._FATAL}
-)
-"""The fatal errors of a producer a newer one with its ``transactional.id`` fenced off (librdkafka raises
-``_FENCED``; the broker answers ``PRODUCER_FENCED`` or ``INVALID_PRODUCER_EPOCH``; calls made after a fatal error
-fail with ``_FATAL``)."""
-
-
-def transaction_error(error: KafkaException, what: str) -> ConnectError:
-    """The SDK's error for a transaction call librdkafka failed with ``error``."""
-    kafka_error = error.args[0] if error.args else None
-    if not isinstance(kafka_error, KafkaError):
-        return ConnectError(f"{what}: {error}")
-    text = f"{what}: {kafka_error.name()}: {kafka_error.str()}"
-    if kafka_error.fatal() or kafka_error.code() in FENCED:
-        fenced = kafka_error.code() in FENCED
-        return ProducerFencedError(text) if fenced else ConnectError(text)
-    if kafka_error.txn_requires_abort():
-        return TransactionAbortableError(text)
-    if kafka_error.retriable():
-        return RetriableError(text)
-    return ConnectError(text)
 
 
 class KafkaTransactionalProducer(KafkaProducer):

@@ -41,7 +41,7 @@ class _CollectedLog(logging.Logger):
     """librdkafka's log lines of one client, kept to explain a failed check rather than printed."""
 
     def __init__(self) -> None:
-        super().__init__("headwater.runtime.transport.kafka_check.librdkafka")
+        super().__init__("headwater.runtime.transport.kafka.check.librdkafka")
         self.lines: list[str] = []
 
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
