@@ -27,7 +27,6 @@ from headwater.reference_connectors.jdbc_cdc.config import DOUBLE, STRING
 from headwater.reference_connectors.jdbc_cdc.json_rows import beyond_double
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.reference_connectors.jdbc_cdc.watermark import Reading
-from headwater.sdk import ConnectError
 
 OPS = (("c", "INSERT"), ("u", "UPDATE"), ("d", "DELETE"))
 MAX_NAME = 60
@@ -184,21 +183,3 @@ class TriggerDialect(ABC):
         """Whether ``error`` says the user lacks a privilege."""
         text = str(getattr(error, "orig", error)).lower()
         return any(word in text for word in ("permission denied", "denied", "must be owner", "privilege"))
-
-
-def trigger_dialect(engine: Engine, audit: str, decimals: str = STRING) -> TriggerDialect:
-    """The trigger-mode SQL of the engine's database, writing decimals as ``decimals`` says."""
-    name = engine.dialect.name
-    if name == "sqlite":
-        from headwater.reference_connectors.jdbc_cdc.sqlite import SqliteDialect
-
-        return SqliteDialect(engine, audit, decimals)
-    if name == "postgresql":
-        from headwater.reference_connectors.jdbc_cdc.postgres import PostgresDialect
-
-        return PostgresDialect(engine, audit, decimals)
-    if name in ("mysql", "mariadb"):
-        from headwater.reference_connectors.jdbc_cdc.mariadb import MariadbDialect
-
-        return MariadbDialect(engine, audit, decimals)
-    raise ConnectError(f"trigger mode supports SQLite, PostgreSQL and MariaDB/MySQL, not {name}")

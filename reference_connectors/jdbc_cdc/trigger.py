@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from headwater.reference_connectors.jdbc_cdc.config import STRING
-from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect, trigger_dialect
+from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect
 from headwater.reference_connectors.jdbc_cdc.envelope import Change
 from headwater.reference_connectors.jdbc_cdc.snapshot import Snapshot
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
@@ -33,6 +33,24 @@ INCOMPLETE = "incomplete"
 def autocommit(engine: Engine) -> Connection:
     """A connection that leaves every transaction to explicit statements."""
     return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
+
+def trigger_dialect(engine: Engine, audit: str, decimals: str = STRING) -> TriggerDialect:
+    """The trigger-mode SQL of the engine's database, writing decimals as ``decimals`` says."""
+    name = engine.dialect.name
+    if name == "sqlite":
+        from headwater.reference_connectors.jdbc_cdc.sqlite import SqliteDialect
+
+        return SqliteDialect(engine, audit, decimals)
+    if name == "postgresql":
+        from headwater.reference_connectors.jdbc_cdc.postgres import PostgresDialect
+
+        return PostgresDialect(engine, audit, decimals)
+    if name in ("mysql", "mariadb"):
+        from headwater.reference_connectors.jdbc_cdc.mariadb import MariadbDialect
+
+        return MariadbDialect(engine, audit, decimals)
+    raise ConnectError(f"trigger mode supports SQLite, PostgreSQL and MariaDB/MySQL, not {name}")
 
 
 class TriggerProvisioner:
