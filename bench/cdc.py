@@ -86,9 +86,9 @@ import psycopg2.extras
 from java_connect import DEBEZIUM_VERSION, JSON_CONVERTER, connect_standalone, debezium_postgres
 from kafka_pipeline import Child, Inspector, scratch
 
-from headwater.harness.broker import BrokerUnavailable, require_tools
 from headwater.harness.cluster import find_cluster
 from headwater.harness.kafka_worker import KafkaInspector
+from headwater.harness.maven import BrokerUnavailable, require_tools
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.tasks.source import WorkerSourceTask

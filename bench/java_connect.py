@@ -18,16 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench mo
 
 from kafka_pipeline import Child, write_properties
 
-from headwater.harness.broker import (
-    KAFKA_VERSION,
-    cache_root,
-    fetch_jars,
-    fetch_maven,
-    free_ports,
-    logging_config,
-    maven_pom,
-    require_tools,
-)
+from headwater.harness.broker import free_ports
+from headwater.harness.broker.process import logging_config
+from headwater.harness.maven import KAFKA_VERSION, cache_root, fetch_jars, fetch_maven, maven_pom, require_tools
 
 JVM_OPTS = ("-Xms256m", "-Xmx1g", "-Djava.awt.headless=true")
 STANDALONE = "org.apache.kafka.connect.cli.ConnectStandalone"

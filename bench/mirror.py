@@ -68,8 +68,8 @@ from kafka_pipeline import (
     write_properties,
 )
 
-from headwater.harness.broker import KAFKA_VERSION
 from headwater.harness.cluster import SECOND_BOOTSTRAP_ENV, find_cluster
+from headwater.harness.maven import KAFKA_VERSION
 from headwater.runtime.transport.kafka import PRODUCER_DEFAULTS
 
 SIDES = ("headwater", "raw", "mm2")

@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafkaBroker
+from headwater.harness.broker import LocalKafkaBroker
 from headwater.harness.cluster import BOOTSTRAP_ENV
 from headwater.harness.kafka_worker import KafkaInspector
+from headwater.harness.maven import INSTALL_HINT, BrokerUnavailable
 from headwater.runtime.transport.base import Transport
 from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from headwater.harness.broker import INSTALL_HINT, BrokerUnavailable, LocalKafkaBroker, stop_detached
+from headwater.harness.broker import LocalKafkaBroker, stop_detached
+from headwater.harness.maven import INSTALL_HINT, BrokerUnavailable
 
 if TYPE_CHECKING:  # shared_services needs pytest, which the core install does not have
     from headwater.harness.shared_services import SharedServices, Started

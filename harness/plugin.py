@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, Cluster, find_cluster
+from headwater.harness.maven import BrokerUnavailable
 from headwater.harness.shared_services import WORKERINPUT_KEY, SharedServices, end_run, run_services
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """Each seam has one home: confluent-kafka's private modules are imported only behind the transport
-(``runtime/transport/``), and the Maven download is written once (``harness/broker.py``)."""
+(``runtime/transport/``), and the Maven download is written once (``harness/maven.py``)."""
 
 from __future__ import annotations
 
@@ -74,4 +74,4 @@ def test_one_maven_download_in_the_code() -> None:
         for path in sources()
         if path != Path(__file__).resolve() and any(word in path.read_text() for word in MAVEN_DOWNLOAD)
     )
-    assert homes == ["harness/broker.py"]
+    assert homes == ["harness/maven.py"]

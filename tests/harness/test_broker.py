@@ -12,39 +12,16 @@ from pathlib import Path
 
 import pytest
 
-import headwater.harness.broker as broker_module
-from headwater.harness.broker import (
-    KAFKA_VERSION,
-    BrokerUnavailable,
-    LocalKafkaBroker,
-    cluster_id,
-    fetch_jars,
-    free_ports,
-    maven_pom,
-    pom_xml,
-    server_properties,
-)
+import headwater.harness.broker.process as broker_module
+from headwater.harness.broker import LocalKafkaBroker, free_ports
+from headwater.harness.broker.process import cluster_id, server_properties
 from headwater.harness.broker_security import SaslSslListener
+from headwater.harness.maven import KAFKA_VERSION, BrokerUnavailable, fetch_jars
 
 try:
     import confluent_kafka
 except ImportError:  # the raw ApiVersions request below still proves a Kafka broker answers
     confluent_kafka = None
-
-
-def test_pom_lists_the_broker_and_its_logging_backend_only() -> None:
-    pom = pom_xml("4.3.1")
-    assert "<artifactId>kafka_2.13</artifactId><version>4.3.1</version>" in pom
-    for artifact in ("log4j-api", "log4j-core", "log4j-slf4j-impl"):
-        assert f"<artifactId>{artifact}</artifactId>" in pom
-    assert "kafka-tools" not in pom and "connect-" not in pom and "reload4j" not in pom
-    assert "<includeScope>runtime</includeScope>" in pom
-
-
-def test_pom_for_kafka_3_uses_reload4j() -> None:
-    pom = pom_xml("3.9.2")
-    assert "<artifactId>kafka_2.13</artifactId><version>3.9.2</version>" in pom
-    assert "<artifactId>slf4j-reload4j</artifactId>" in pom and "log4j-core" not in pom
 
 
 def test_server_properties_use_a_static_voter_on_loopback(tmp_path: Path) -> None:
@@ -66,14 +43,6 @@ def test_cluster_id_has_the_random_uuid_shape() -> None:
     ids = {cluster_id() for _ in range(1000)}  # one in 64 random ids would start with "-"
     assert len(ids) == 1000
     assert all(len(value) == 22 and "=" not in value and not value.startswith("-") for value in ids)
-
-
-def test_missing_tools_are_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(BrokerUnavailable, match="apt-get install") as raised:
-        fetch_jars(tmp_path / "cache")
-    assert raised.value.missing_tools == ("java", "mvn")
-    assert not (tmp_path / "cache").exists()
 
 
 @pytest.fixture(scope="module")
@@ -193,19 +162,6 @@ def test_a_log_excerpt_keeps_the_first_errors_when_the_tail_has_moved_past_them(
     assert "Address already in use" in excerpt
     assert excerpt.endswith("shutdown 49") and "shutdown 44" not in excerpt
     assert broker_module._excerpt("a\nb", lines=5) == "a\nb", "no errors: just the tail"
-
-
-def test_pom_for_another_artifact_depends_on_it_with_the_same_logging() -> None:
-    pom = pom_xml("4.3.1", "connect-mirror")
-    assert "<artifactId>connect-mirror</artifactId><version>4.3.1</version>" in pom
-    assert "kafka_2.13" not in pom and "<artifactId>log4j-slf4j-impl</artifactId>" in pom
-
-
-def test_maven_pom_lists_any_dependencies_and_leaves_out_excluded_groups() -> None:
-    pom = maven_pom([("io.debezium", "debezium-connector-postgres", "3.6.0.Final")], ["org.apache.kafka", "org.slf4j"])
-    assert "<artifactId>debezium-connector-postgres</artifactId><version>3.6.0.Final</version>" in pom
-    assert "<excludeGroupIds>org.apache.kafka,org.slf4j</excludeGroupIds>" in pom
-    assert "excludeGroupIds" not in pom_xml("4.3.1"), "the broker's pom keeps every jar"
 
 
 KEY = "-----BEGIN PRIVATE KEY-----\nMIG...\n-----END PRIVATE KEY-----\n"

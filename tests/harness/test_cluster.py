@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import headwater.harness.cluster as cluster_module
-from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, find_cluster
+from headwater.harness.maven import BrokerUnavailable
 
 
 def test_given_servers_win_and_nothing_is_started(monkeypatch: pytest.MonkeyPatch) -> None:

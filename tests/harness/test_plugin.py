@@ -12,8 +12,8 @@ import sys
 import pytest
 
 import headwater.harness.cluster as cluster_module
-from headwater.harness.broker import BrokerUnavailable
 from headwater.harness.cluster import SECOND_BOOTSTRAP_ENV
+from headwater.harness.maven import BrokerUnavailable
 from headwater.harness.plugin import REQUIRE_ENV
 
 pytest_plugins = ["pytester"]

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from headwater.harness.broker import cache_root
 from headwater.harness.cluster import BOOTSTRAP_ENV, docker_answers
+from headwater.harness.maven import cache_root
 from headwater.harness.shared_services import WORKERINPUT_KEY, SharedServices, Started
 from support.spark_services import pid_alive
 

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from headwater.harness.broker import BrokerUnavailable
+from headwater.harness.maven import BrokerUnavailable
 from headwater.harness.monitorable import RuntimeHandles
 from headwater.runtime.commands.distributed import DistributedWorker
 from headwater.runtime.commands.standalone import StandaloneWorker

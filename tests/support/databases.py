@@ -34,8 +34,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from headwater.harness.broker import cache_root
 from headwater.harness.long_command import apt_progress, run_logged
+from headwater.harness.maven import cache_root
 
 INSTALL_ENV = "HEADWATER_INSTALL_DATABASES"
 START_TIMEOUT_S = 60.0

@@ -83,7 +83,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from headwater.harness.broker import KAFKA_VERSION, BrokerUnavailable, cache_root, fetch_maven, maven_pom
+from headwater.harness.maven import KAFKA_VERSION, BrokerUnavailable, cache_root, fetch_maven, maven_pom
 
 DRIVER_SOURCE = Path(__file__).parent / "java" / "TransformDriver.java"
 DRIVER_CLASS = "TransformDriver"

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from headwater.harness.broker import cache_root
 from headwater.harness.long_command import run_logged
+from headwater.harness.maven import cache_root
 from support.databases import DatabaseUnavailable, ensure_package
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from headwater.harness.broker import BrokerUnavailable
+from headwater.harness.maven import BrokerUnavailable
 from support.java_transforms import JavaTransforms
 
 

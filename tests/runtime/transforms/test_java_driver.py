@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from headwater.harness.broker import BrokerUnavailable
+from headwater.harness.maven import BrokerUnavailable
 from support.java_transforms import (
     DRIVER_CLASS,
     JavaTransforms,

@@ -1,36 +1,28 @@
 """A real single-node Kafka broker (KRaft, combined broker and controller) assembled from Maven Central jars.
 
-No Docker and no archive.apache.org: ``fetch_jars`` writes a pom that depends on ``org.apache.kafka:kafka_2.13`` (the
-broker and ``kafka.tools.StorageTool``) plus the log4j2 jars the Kafka pom leaves out, and lets
-``mvn dependency:copy-dependencies`` copy about 40 jars into a cache directory, once per machine. ``LocalKafkaBroker``
-picks two free loopback ports, writes ``server.properties`` with a static voter (``controller.quorum.voters``, which
-both 3.9 and 4.x accept and which must not be combined with ``format --standalone``), formats the storage and runs
-``java -cp '<jars>/*' kafka.Kafka server.properties`` in its own session until ``stop()``.
+No Docker and no archive.apache.org: the jars come from :mod:`headwater.harness.maven` (about 40, once per
+machine). ``LocalKafkaBroker`` picks two free loopback ports, writes ``server.properties`` with a static voter
+(``controller.quorum.voters``, which both 3.9 and 4.x accept and which must not be combined with
+``format --standalone``), formats the storage and runs ``java -cp '<jars>/*' kafka.Kafka server.properties`` in its
+own session until ``stop()``.
 
-Needs Java 17 and Maven (``apt-get install openjdk-17-jre-headless maven``). Kafka 4.3.1 is pinned; 3.9.x works too
-(``kafka_version="3.9.2"``: reload4j instead of log4j2).
+Needs Java 17 and Maven. Kafka 4.3.1 is pinned; 3.9.x works too (``kafka_version="3.9.2"``: reload4j instead of
+log4j2).
 
 Environment:
-    ``HEADWATER_CACHE``: the cache root, default ``$XDG_CACHE_HOME/headwater`` or ``~/.cache/headwater``; the jars
-        go to ``<root>/kafka-<version>/jars``, other jar sets beside them. Cache the root (and ``~/.m2``) in CI.
+    ``HEADWATER_CACHE``: the cache root (:func:`~headwater.harness.maven.cache_root`); the command line's broker
+        keeps its data under ``<root>/broker``.
     ``HEADWATER_KAFKA_JVM_OPTS``: replaces the broker's JVM options (default: 512 MB heap, serial GC, C1 only,
         which start fastest on a small machine; pass G1 and no tiering limit for throughput measurements).
 
-Command line: ``python -m headwater.harness.broker fetch|start|stop``. ``fetch`` prints the jars directory,
-``start`` leaves a broker running (data under ``<root>/broker`` unless ``--data-dir``) and prints its bootstrap
-servers, ``stop`` stops it and prints the bootstrap servers it had.
-
-``fetch_maven`` is the download itself, for any pom ``maven_pom`` writes: the benchmarks fetch Kafka Connect's and
-Debezium's jars with it, into the same cache root.
+Command line (:mod:`headwater.harness.broker.__main__`): ``python -m headwater.harness.broker fetch|start|stop``.
 """
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import base64
 import contextlib
-import fcntl
 import importlib
 import json
 import logging
@@ -40,7 +32,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -49,132 +40,12 @@ from pathlib import Path
 from typing import IO
 
 from headwater.harness.broker_security import SaslSslListener, listener_lines
-from headwater.harness.long_command import maven_progress, run_logged
+from headwater.harness.maven import KAFKA_VERSION, BrokerUnavailable, fetch_jars, jars_version, require_tools, tail
 
-KAFKA_VERSION = "4.3.1"
-FALLBACK_KAFKA_VERSION = "3.9.2"
-LOG4J_VERSION = "2.25.5"
-BROKER_ARTIFACT = "kafka_2.13"
-INSTALL_HINT = "install Java 17 and Maven (apt-get install openjdk-17-jre-headless maven)"
 DEFAULT_JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
-_MARKER = ".fetched"
 _STATE = "broker.json"
 
 log = logging.getLogger(__name__)
-
-
-class BrokerUnavailable(RuntimeError):
-    """No broker could be provided; ``missing_tools`` names the programs to install when that is the reason."""
-
-    def __init__(self, message: str, missing_tools: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.missing_tools = tuple(missing_tools)
-
-
-def cache_root() -> Path:
-    """Where fetched jars and the command line's broker live: ``HEADWATER_CACHE`` or the user's cache dir."""
-    if root := os.environ.get("HEADWATER_CACHE"):
-        return Path(root).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "headwater"
-
-
-def require_tools(*names: str) -> dict[str, str]:
-    """The full path of each program, or ``BrokerUnavailable`` saying what to install."""
-    found = {name: shutil.which(name) for name in names}
-    missing = [name for name, path in found.items() if path is None]
-    if missing:
-        raise BrokerUnavailable(f"{' and '.join(missing)} not found on PATH: {INSTALL_HINT}", missing)
-    return {name: path for name, path in found.items() if path is not None}
-
-
-def pom_xml(kafka_version: str = KAFKA_VERSION, artifact: str = BROKER_ARTIFACT) -> str:
-    """The pom whose runtime dependencies are the classpath of ``org.apache.kafka:<artifact>`` (the broker by default;
-    ``connect-mirror`` gives a Connect worker with MirrorMaker 2's connectors), plus the logging backend the Kafka
-    poms omit."""
-    deps = [("org.apache.kafka", artifact, kafka_version)]
-    if kafka_version.startswith("3."):
-        deps += [("org.slf4j", "slf4j-reload4j", "1.7.36"), ("ch.qos.reload4j", "reload4j", "1.2.25")]
-    else:  # slf4j 1.7 binding for log4j2; explicit api/core win over kafka-server's, keeping all three equal
-        deps += [("org.apache.logging.log4j", name, LOG4J_VERSION) for name in ("log4j-api", "log4j-core")]
-        deps += [("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION)]
-    return maven_pom(deps)
-
-
-def maven_pom(dependencies: Sequence[tuple[str, str, str]], exclude_groups: Sequence[str] = ()) -> str:
-    """A pom that copies the runtime classpath of ``dependencies`` (``(group, artifact, version)``) into
-    ``jars/`` beside it, leaving out the artifacts of ``exclude_groups``."""
-    body = "\n".join(
-        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in dependencies
-    )
-    excludes = f"\n      <excludeGroupIds>{','.join(exclude_groups)}</excludeGroupIds>" if exclude_groups else ""
-    return f"""<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
-         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>local.headwater</groupId>
-  <artifactId>headwater-jars</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <properties><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
-  <dependencies>
-{body}
-  </dependencies>
-  <build><plugins><plugin>
-    <groupId>org.apache.maven.plugins</groupId><artifactId>maven-dependency-plugin</artifactId><version>3.8.1</version>
-    <configuration>
-      <outputDirectory>${{project.basedir}}/jars</outputDirectory>
-      <includeScope>runtime</includeScope>{excludes}
-      <overWriteReleases>false</overWriteReleases>
-    </configuration>
-  </plugin></plugins></build>
-</project>
-"""
-
-
-def fetch_jars(
-    cache_dir: Path | None = None, kafka_version: str = KAFKA_VERSION, artifact: str = BROKER_ARTIFACT
-) -> Path:
-    """The directory of the broker's jars (or another Kafka ``artifact``'s, in ``<cache root>/<artifact>-<version>``),
-    downloaded with Maven on the first call (later calls return at once)."""
-    default_dir = f"kafka-{kafka_version}" if artifact == BROKER_ARTIFACT else f"{artifact}-{kafka_version}"
-    cache_dir = Path(cache_dir) if cache_dir is not None else cache_root() / default_dir
-    return fetch_maven(cache_dir, pom_xml(kafka_version, artifact), artifact)
-
-
-def fetch_maven(cache_dir: Path, pom: str, artifact: str) -> Path:
-    """``<cache_dir>/jars``, filled by ``mvn dependency:copy-dependencies`` from ``pom`` (see :func:`maven_pom`) on
-    the first call; later calls, once a jar of ``artifact`` is there, return at once. Needs java and mvn."""
-    tools = require_tools("java", "mvn")
-    jars = cache_dir / "jars"
-    marker = cache_dir / _MARKER
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with open(cache_dir / ".lock", "w") as lock:  # one download at a time, e.g. across pytest-xdist workers
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists() and any(jars.glob(f"{artifact}-*.jar")):
-            return jars
-        (cache_dir / "pom.xml").write_text(pom)
-        command = [tools["mvn"], "-B", "-f", str(cache_dir / "pom.xml"), "dependency:copy-dependencies"]
-        what = f"fetching {artifact}'s jars from Maven Central into {jars}"
-        cache_root().mkdir(parents=True, exist_ok=True)
-        with open(cache_root() / ".maven.lock", "w") as maven:  # one mvn at a time: jar sets share ~/.m2's files
-            fcntl.flock(maven, fcntl.LOCK_EX)
-            done = run_logged(command, what, maven_progress, log, timeout_s=1800)
-        if done.returncode != 0:
-            raise BrokerUnavailable(
-                f"{shlex.join(command)} failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}"
-            )
-        marker.write_text(artifact + "\n")
-    return jars
-
-
-def jars_version(jars_dir: Path) -> str:
-    """The Kafka version of a jars directory, read from its ``kafka_2.13-<version>.jar``."""
-    for jar in jars_dir.glob("kafka_2.13-*.jar"):
-        version = jar.name.removeprefix("kafka_2.13-").removesuffix(".jar")
-        if version[:1].isdigit() and "-" not in version:
-            return version
-    raise BrokerUnavailable(f"no kafka_2.13-<version>.jar in {jars_dir}")
 
 
 def server_properties(port: int, controller_port: int, log_dir: Path, secure_port: int | None = None) -> str:
@@ -244,20 +115,16 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def _tail(text: str, lines: int = 40) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
 PROBLEM_MARKERS = ("ERROR", "FATAL", "Exception", "Error:")
 
 
 def _excerpt(text: str, lines: int = 40, problems: int = 10) -> str:
     """The log's first few error lines (a JVM logs a failure's cause before pages of shutdown), then its tail."""
     found = [line for line in text.splitlines() if any(marker in line for marker in PROBLEM_MARKERS)][:problems]
-    tail = _tail(text, lines)
+    last = tail(text, lines)
     if not found:
-        return tail
-    return "first errors:\n" + "\n".join(found) + f"\nlast {lines} lines:\n" + tail
+        return last
+    return "first errors:\n" + "\n".join(found) + f"\nlast {lines} lines:\n" + last
 
 
 def _alive(pid: int) -> bool:
@@ -379,14 +246,14 @@ class LocalKafkaBroker:
         except subprocess.TimeoutExpired as exc:
             raise BrokerUnavailable("formatting the storage took longer than the start timeout") from exc
         if done.returncode != 0:
-            raise BrokerUnavailable(f"StorageTool format failed:\n{_tail(done.stdout + done.stderr)}")
+            raise BrokerUnavailable(f"StorageTool format failed:\n{tail(done.stdout + done.stderr)}")
 
     def _wait_ready(self, deadline: float) -> None:
         assert self._proc is not None and self.port is not None
         admin = None
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise BrokerUnavailable(f"the broker exited ({self._proc.returncode}):\n{self.log_tail()}")
+                raise BrokerUnavailable(f"the broker exited ({self._proc.returncode}):\n{self.logtail()}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     pass
@@ -403,9 +270,9 @@ class LocalKafkaBroker:
             with contextlib.suppress(Exception):
                 if admin.list_topics(timeout=min(2.0, max(deadline - time.monotonic(), 0.1))).brokers:
                     return
-        raise BrokerUnavailable(f"the broker did not answer on {self.bootstrap_servers} in time:\n{self.log_tail()}")
+        raise BrokerUnavailable(f"the broker did not answer on {self.bootstrap_servers} in time:\n{self.logtail()}")
 
-    def log_tail(self, lines: int = 40) -> str:
+    def logtail(self, lines: int = 40) -> str:
         """The broker log's first error lines and its last lines."""
         try:
             return _excerpt(self.log_path.read_text(errors="replace"), lines)
@@ -466,41 +333,3 @@ def stop_detached(state: dict[str, str]) -> None:
     broker = LocalKafkaBroker.attach(Path(state["data_dir"]))
     broker.keep = False
     broker.stop()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m headwater.harness.broker", description=(__doc__ or "").split("\n")[0]
-    )
-    parser.add_argument("command", choices=["fetch", "start", "stop"])
-    parser.add_argument("--kafka-version", default=KAFKA_VERSION)
-    parser.add_argument("--data-dir", type=Path, default=None, help="default: <cache root>/broker")
-    parser.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the broker to start")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # to stderr
-    data_dir = args.data_dir or cache_root() / "broker"
-    try:
-        if args.command == "fetch":
-            print(fetch_jars(kafka_version=args.kafka_version))
-        elif args.command == "start":
-            with contextlib.suppress(BrokerUnavailable):
-                if (running := LocalKafkaBroker.attach(data_dir)).running:
-                    print(running.bootstrap_servers)
-                    return 0
-            shutil.rmtree(data_dir, ignore_errors=True)
-            broker = LocalKafkaBroker(data_dir=data_dir, kafka_version=args.kafka_version, keep=True)
-            broker.start(timeout_s=args.timeout)
-            broker.detach()
-            print(broker.bootstrap_servers)
-        else:
-            broker = LocalKafkaBroker.attach(data_dir)
-            stop_detached({"data_dir": str(data_dir)})
-            print(broker.bootstrap_servers)
-    except BrokerUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
