@@ -16,8 +16,8 @@ import copy
 from typing import Any
 
 from headwater.runtime.herder.restarts import RestartRequest
-from headwater.runtime.storage.configs import Record
 from headwater.runtime.storage.kafka_configs import KafkaConfigStore
+from headwater.runtime.storage.record_store import Record
 from headwater.runtime.storage.wire import json_bytes, strict_loads
 
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import enum
-import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from headwater.runtime.storage.record_store import MemoryRecordStore, Record, RecordStore
 from headwater.runtime.storage.wire import json_bytes, strict_loads
 from headwater.sdk.errors import ConnectError
 
@@ -51,9 +51,6 @@ class TargetState(enum.StrEnum):
 
 TARGET_STATES = tuple(state.value for state in TargetState)
 """The target states' names."""
-
-Record = tuple[bytes, bytes | None]
-"""A config-topic record: UTF-8 key, JSON value or ``None`` (a tombstone)."""
 
 
 class ConfigStore(Protocol):
@@ -273,19 +270,12 @@ class ConfigView:
 # ---- stores -----------------------------------------------------------------------------------------------------
 
 
-class _RecordConfigStore:
-    """A ConfigStore whose state is a :class:`ConfigView` of the records it wrote or read; subclasses say where
-    the records go (:meth:`_write`) and how to catch up with other writers (:meth:`_refresh`)."""
+class _RecordConfigStore(RecordStore[ConfigView]):
+    """A ConfigStore whose state is a :class:`ConfigView` of the records it wrote or read
+    (:class:`~headwater.runtime.storage.record_store.RecordStore`)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._view = ConfigView()
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
+    def _new_view(self) -> ConfigView:
+        return ConfigView()
 
     def put_connector_config(self, name: str, props: Mapping[str, Any]) -> None:
         with _encoding(name):
@@ -348,17 +338,6 @@ class _RecordConfigStore:
         with self._lock:
             return self._view.target_state(name)
 
-    def _apply(self, key: bytes | None, value: bytes | None) -> None:
-        with self._lock:
-            self._view.apply(key, value)
-
-    def _write(self, records: Sequence[Record]) -> None:
-        """Store the records durably and read them (raises ConnectError on failure)."""
-        raise NotImplementedError
-
-    def _refresh(self) -> None:
-        """Read what other writers stored since the last read."""
-
 
 @contextlib.contextmanager
 def _encoding(name: str) -> Iterator[None]:
@@ -369,20 +348,6 @@ def _encoding(name: str) -> Iterator[None]:
         raise ConnectError(f"cannot store the configs of connector {name!r}: {error}") from None
 
 
-class MemoryConfigStore(_RecordConfigStore):
+class MemoryConfigStore(MemoryRecordStore[ConfigView], _RecordConfigStore):
     """Configs in this process only, lost when it ends. Usable without :meth:`start`. ``records`` lists every record
     written, in order: the bytes a Kafka config store would have put in its topic."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[Record] = []
-
-    def _write(self, records: Sequence[Record]) -> None:
-        with self._lock:
-            for key, value in records:
-                self.records.append((key, value))
-                self._view.apply(key, value)
-
-    def __repr__(self) -> str:
-        with self._lock:
-            return f"MemoryConfigStore({self._view.describe()})"

@@ -12,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.storage.configs import _RecordConfigStore
-from headwater.runtime.storage.log_backed import Cluster, LogBackedStore, topic_log
+from headwater.runtime.storage.configs import ConfigView, _RecordConfigStore
+from headwater.runtime.storage.log_backed import Cluster, LogBackedStore
 
 
-class KafkaConfigStore(LogBackedStore, _RecordConfigStore):
+class KafkaConfigStore(LogBackedStore[ConfigView], _RecordConfigStore):
     """Configs in the compacted one-partition topic ``topic``, created with ``replication_factor`` when missing;
     an existing topic with more partitions is refused. ``client_config`` holds librdkafka settings for every
     client; ``timeout_ms`` bounds :meth:`start`, each write and :meth:`refresh`."""
+
+    EXACT_PARTITIONS = True
 
     def __init__(
         self,
@@ -30,18 +32,4 @@ class KafkaConfigStore(LogBackedStore, _RecordConfigStore):
         *,
         timeout_ms: int = 30_000,
     ) -> None:
-        super().__init__()
-        self.log = topic_log(
-            cluster,
-            client_config,
-            topic,
-            self._apply,
-            partitions=1,
-            replication_factor=replication_factor,
-            exact_partitions=True,
-            timeout_ms=timeout_ms,
-        )
-
-    def __repr__(self) -> str:
-        with self._lock:
-            return f"KafkaConfigStore({self.log.topic!r} at {self.log.where}, {self._view.describe()})"
+        super().__init__(cluster, topic, 1, replication_factor, client_config, timeout_ms=timeout_ms)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.runtime.storage.log_backed import Cluster, topic_log
+from headwater.runtime.storage.log_backed import Cluster, TopicSettings
 from headwater.runtime.storage.offsets import (
     LocalOffsetStore,
     PartitionOffset,
@@ -52,23 +52,22 @@ class KafkaOffsetStore(LocalOffsetStore):
         timeout_ms: int = 30_000,
     ) -> None:
         super().__init__()
-        self._settings = (cluster, partitions, replication_factor, client_config, timeout_ms)
-        self.log = topic_log(
-            cluster,
-            client_config,
-            topic,
-            self._apply,
-            partitions=partitions,
-            replication_factor=replication_factor,
-            timeout_ms=timeout_ms,
-        )
+        self.settings = TopicSettings(cluster, topic, partitions, replication_factor, client_config, timeout_ms)
+        self.log = self.settings.log(self._apply)
 
     def for_topic(self, topic: str) -> KafkaOffsetStore:
         """A store of the offsets topic ``topic`` on the same cluster, with the same settings: a new topic gets this
         one's partitions and replication factor (Kafka Connect creates a connector's own offsets topic with the
         worker's ``offset.storage.partitions`` and ``offset.storage.replication.factor``). Not started."""
-        cluster, partitions, replication_factor, client_config, timeout_ms = self._settings
-        return KafkaOffsetStore(cluster, topic, partitions, replication_factor, client_config, timeout_ms=timeout_ms)
+        found = self.settings.for_topic(topic)
+        return KafkaOffsetStore(
+            found.cluster,
+            found.topic,
+            found.partitions,
+            found.replication_factor,
+            found.client_config,
+            timeout_ms=found.timeout_ms,
+        )
 
     @property
     def topic(self) -> str:

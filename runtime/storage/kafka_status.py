@@ -9,39 +9,13 @@ view without asking the broker.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from headwater.runtime.storage.log_backed import Cluster, LogBackedStore, topic_log
-from headwater.runtime.storage.status import _RecordStatusStore
+from headwater.runtime.storage.log_backed import LogBackedStore
+from headwater.runtime.storage.status import StatusView, _RecordStatusStore
 
 
-class KafkaStatusStore(LogBackedStore, _RecordStatusStore):
-    """Statuses in the compacted topic ``topic`` (created with ``partitions`` and ``replication_factor`` when
-    missing). ``client_config`` holds librdkafka settings for every client; ``timeout_ms`` bounds :meth:`start`,
-    each write and :meth:`refresh`."""
+class KafkaStatusStore(LogBackedStore[StatusView], _RecordStatusStore):
+    """Statuses in the compacted topic ``topic`` (created with ``partitions``, 5 by default, and
+    ``replication_factor`` when missing). ``client_config`` holds librdkafka settings for every client;
+    ``timeout_ms`` bounds :meth:`start`, each write and :meth:`refresh`."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        topic: str,
-        partitions: int = 5,
-        replication_factor: int = 1,
-        client_config: Mapping[str, Any] | None = None,
-        *,
-        timeout_ms: int = 30_000,
-    ) -> None:
-        super().__init__()
-        self.log = topic_log(
-            cluster,
-            client_config,
-            topic,
-            self._apply,
-            partitions=partitions,
-            replication_factor=replication_factor,
-            timeout_ms=timeout_ms,
-        )
-
-    def __repr__(self) -> str:
-        with self._lock:
-            return f"KafkaStatusStore({self.log.topic!r} at {self.log.where}, {self._view.describe()})"
+    PARTITIONS = 5

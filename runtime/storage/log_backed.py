@@ -1,11 +1,14 @@
-"""Stores whose state is a fold of a compacted topic (Kafka Connect's ``KafkaBasedLog`` users): the log comes from
-the transport, so the same store runs on a Kafka cluster and on the in-memory broker."""
+"""Stores kept in a compacted topic (Kafka Connect's ``KafkaBasedLog`` users): where a store's topic log is made,
+once for the offset, config and status stores. The log comes from the transport, so the same store runs on a Kafka
+cluster and on the in-memory broker."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+from headwater.runtime.storage.record_store import Record, RecordStore, V
 from headwater.runtime.transport.base import LogApply, TopicLog, Transport
 from headwater.runtime.transport.kafka import KafkaTransport
 
@@ -13,21 +16,63 @@ Cluster = str | Transport
 """Where a store's topic lives: a transport, or the bootstrap servers of a Kafka cluster."""
 
 
-def topic_log(
-    cluster: Cluster, client_config: Mapping[str, Any] | None, topic: str, apply: LogApply, **options: Any
-) -> TopicLog:
-    """The log of ``topic`` on ``cluster`` (bootstrap servers get a Kafka transport with ``client_config``, the
-    librdkafka settings every client shares); ``options`` are :meth:`Transport.topic_log`'s."""
-    transport = KafkaTransport(cluster, client_config) if isinstance(cluster, str) else cluster
-    return transport.topic_log(topic, apply, **options)
+@dataclasses.dataclass(frozen=True)
+class TopicSettings:
+    """A store's topic: where it is, and what it is created with when missing. ``client_config`` holds the
+    librdkafka settings every client shares (for bootstrap servers); ``timeout_ms`` bounds the log's start, its
+    writes and its reads to the end; ``exact_partitions`` refuses an existing topic of another partition count."""
+
+    cluster: Cluster
+    topic: str
+    partitions: int
+    replication_factor: int = 1
+    client_config: Mapping[str, Any] | None = None
+    timeout_ms: int = 30_000
+    exact_partitions: bool = False
+
+    def log(self, apply: LogApply) -> TopicLog:
+        """The topic's log, not started; each record read goes to ``apply``."""
+        cluster = self.cluster
+        transport = KafkaTransport(cluster, self.client_config) if isinstance(cluster, str) else cluster
+        return transport.topic_log(
+            self.topic,
+            apply,
+            partitions=self.partitions,
+            replication_factor=self.replication_factor,
+            exact_partitions=self.exact_partitions,
+            timeout_ms=self.timeout_ms,
+        )
+
+    def for_topic(self, topic: str) -> TopicSettings:
+        """The same settings for another topic on the same cluster."""
+        return dataclasses.replace(self, topic=topic)
 
 
-class LogBackedStore:
-    """The log side of a store whose state is a view of records (the config and status stores): the records go
-    to :attr:`log` and come back through it, so the view holds only what the topic holds. Listed before the store
-    base class, whose ``start``/``stop``/``_write``/``_refresh`` it replaces."""
+class LogBackedStore(RecordStore[V]):
+    """A record store whose records go to :attr:`log` and come back through it, so the view holds only what the
+    topic holds: the config and status stores on Kafka. Listed before the store kind's base class, whose
+    ``start``/``stop``/``_write``/``_refresh`` it replaces. Kinds set :attr:`PARTITIONS` (the default partition
+    count) and :attr:`EXACT_PARTITIONS`."""
 
-    log: TopicLog
+    PARTITIONS: ClassVar[int] = 1
+    EXACT_PARTITIONS: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        topic: str,
+        partitions: int | None = None,
+        replication_factor: int = 1,
+        client_config: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        super().__init__()
+        count = self.PARTITIONS if partitions is None else partitions
+        self.settings = TopicSettings(
+            cluster, topic, count, replication_factor, client_config, timeout_ms, self.EXACT_PARTITIONS
+        )
+        self.log = self.settings.log(self._apply)
 
     def start(self) -> None:
         self.log.start()
@@ -42,7 +87,10 @@ class LogBackedStore:
     def _refresh(self) -> None:
         self.refresh()
 
-    def _write(self, records: Sequence[tuple[bytes | None, bytes | None]]) -> None:
+    def _write(self, records: Sequence[Record]) -> None:
         """Wait until every record is acknowledged, then read the topic to its end, as Connect's writers do."""
         self.log.send_all(records)
         self.log.read_to_end()
+
+    def _where(self) -> str:
+        return f"{self.log.topic!r} at {self.log.where}, "

@@ -30,16 +30,14 @@ skipped; Connect's reader (``KafkaStatusBackingStore.readTaskStatus``) skips onl
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, TypeGuard, TypeVar
 
+from headwater.runtime.storage.record_store import MemoryRecordStore, Record, RecordStore
 from headwater.runtime.storage.wire import json_bytes, strict_loads
 
 log = logging.getLogger(__name__)
 
-Record = tuple[bytes, bytes | None]
-"""A status-topic record: UTF-8 key, JSON value or ``None`` (a tombstone)."""
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -245,19 +243,12 @@ def _is_int(value: object) -> TypeGuard[int]:
 # ---- stores -----------------------------------------------------------------------------------------------------
 
 
-class _RecordStatusStore:
-    """A StatusStore whose state is a :class:`StatusView` of the records it wrote or read; subclasses say where
-    the records go (:meth:`_write`) and how to catch up with other writers (:meth:`_refresh`)."""
+class _RecordStatusStore(RecordStore[StatusView]):
+    """A StatusStore whose state is a :class:`StatusView` of the records it wrote or read
+    (:class:`~headwater.runtime.storage.record_store.RecordStore`)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._view = StatusView()
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
+    def _new_view(self) -> StatusView:
+        return StatusView()
 
     def put_connector(
         self, name: str, state: str, trace: str | None, worker_id: str, generation: int, *, safe: bool = False
@@ -339,37 +330,12 @@ class _RecordStatusStore:
         with self._lock:
             return [status for _, status in sorted(self._view.topics.get(connector, {}).items())]
 
-    def _apply(self, key: bytes | None, value: bytes | None) -> None:
-        with self._lock:
-            self._view.apply(key, value)
-
-    def _write(self, records: Sequence[Record]) -> None:
-        """Store the records durably and read them (raises ConnectError on failure)."""
-        raise NotImplementedError
-
-    def _refresh(self) -> None:
-        """Read what other writers stored since the last read."""
-
 
 def _check_task(task: int) -> None:
     if not _is_int(task) or task < 0:
         raise ValueError(f"a task number is an int >= 0, got {task!r}")
 
 
-class MemoryStatusStore(_RecordStatusStore):
+class MemoryStatusStore(MemoryRecordStore[StatusView], _RecordStatusStore):
     """Statuses in this process only, lost when it ends. Usable without :meth:`start`. ``records`` lists every
     record written, in order: the bytes a Kafka status store would have put in its topic."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[Record] = []
-
-    def _write(self, records: Sequence[Record]) -> None:
-        with self._lock:
-            for key, value in records:
-                self.records.append((key, value))
-                self._view.apply(key, value)
-
-    def __repr__(self) -> str:
-        with self._lock:
-            return f"MemoryStatusStore({self._view.describe()})"
