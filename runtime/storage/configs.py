@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from headwater.runtime.storage.record_store import MemoryRecordStore, Record, RecordStore
-from headwater.runtime.storage.wire import json_bytes, strict_loads
+from headwater.runtime.storage.wire import json_bytes, parse_record
 from headwater.sdk.errors import ConnectError
 
 
@@ -172,13 +172,10 @@ class ConfigView:
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
         """Read one record."""
-        try:
-            text = (key or b"").decode("utf-8")
-            data = None if value is None else strict_loads(value)
-        except ValueError:
+        parsed = parse_record(key, value)
+        if parsed is None:
             return
-        if data is not None and not isinstance(data, dict):
-            return
+        text, data = parsed
         if text.startswith("target-state-"):
             self._target_state(text.removeprefix("target-state-"), data)
         elif text.startswith("patch-connector-"):

@@ -91,13 +91,7 @@ class KafkaOffsetStore(LocalOffsetStore):
 
     def set(self, connector: str, offsets: Sequence[PartitionOffset], timeout_ms: int) -> None:
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-        changes = encode_offsets(connector, offsets)
-        with self._lock:
-            self._check_started()
-            stored = self._stored.get(connector, {})
-            records = [
-                (stored[canonical][0] if canonical in stored else key, value) for canonical, key, value in changes
-            ]
+        records = self._records(connector, offsets)
         try:
             self.log.send_all(records, timeout_ms)
             self.log.read_to_end(max(0, int((deadline - time.monotonic()) * 1000)))
@@ -109,18 +103,20 @@ class KafkaOffsetStore(LocalOffsetStore):
         or abort with the records it holds (Kafka Connect's exactly-once source task writes its offsets so). Nothing
         is waited for: the view shows them once the transaction committed and the store is :meth:`refresh`-ed after
         the cluster wrote the commit markers (on Kafka, shortly after ``commit`` returns)."""
-        changes = encode_offsets(connector, offsets)
-        with self._lock:
-            self._check_started()
-            stored = self._stored.get(connector, {})
-            records = [
-                (stored[canonical][0] if canonical in stored else key, value) for canonical, key, value in changes
-            ]
+        records = self._records(connector, offsets)
         try:
             for key, value in records:
                 producer.produce(self.log.topic, value, key)
         except ConnectError as error:
             raise type(error)(f"cannot store offsets of connector {connector!r}: {error}") from None
+
+    def _records(self, connector: str, offsets: Sequence[PartitionOffset]) -> list[tuple[bytes, bytes | None]]:
+        """The records of ``connector``'s ``offsets``: a partition stored before keeps the key bytes it has."""
+        changes = encode_offsets(connector, offsets)
+        with self._lock:
+            self._check_started()
+            stored = self._stored.get(connector, {})
+            return [(stored[canonical][0] if canonical in stored else key, value) for canonical, key, value in changes]
 
     def committed(self, connector: str, offsets: Sequence[PartitionOffset]) -> None:
         """The transaction that held ``offsets`` committed: nothing more to do, they are in this topic."""

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, TypeGuard, TypeVar
 
 from headwater.runtime.storage.record_store import MemoryRecordStore, Record, RecordStore
-from headwater.runtime.storage.wire import json_bytes, strict_loads
+from headwater.runtime.storage.wire import json_bytes, parse_record
 
 log = logging.getLogger(__name__)
 
@@ -166,13 +166,10 @@ class StatusView:
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
         """Read one record; a malformed one changes nothing."""
-        try:
-            text = (key or b"").decode("utf-8")
-            data = None if value is None else strict_loads(value)
-        except ValueError:
+        parsed = parse_record(key, value)
+        if parsed is None:
             return
-        if data is not None and not isinstance(data, dict):
-            return
+        text, data = parsed
         if text.startswith("status-connector-"):
             _update(self.connectors, text.removeprefix("status-connector-"), data, _status, may_replace)
         elif text.startswith("status-task-"):

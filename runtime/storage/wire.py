@@ -25,3 +25,16 @@ def strict_loads(data: bytes | str) -> Any:
 
 def _reject(constant: str) -> None:
     raise ValueError(f"{constant} is not JSON")
+
+
+def parse_record(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any] | None] | None:
+    """An internal-topic record's key text and JSON object value (``None``: a tombstone); ``None`` for a malformed
+    record (a key that is not UTF-8, a value that is not a JSON object), which a store's view skips."""
+    try:
+        text = (key or b"").decode("utf-8")
+        data = None if value is None else strict_loads(value)
+    except ValueError:
+        return None
+    if data is not None and not isinstance(data, dict):
+        return None
+    return text, data
