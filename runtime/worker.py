@@ -15,31 +15,23 @@ from typing import Any
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config import exactly_once_support, sink_topics, topic_creation
-from headwater.runtime.config.clients import client_settings, override_prefix
-from headwater.runtime.config.connector import TaskSettings, connector_config_def
+from headwater.runtime.config.connector import connector_config_def
 from headwater.runtime.config.override_policy import check_client_settings
 from headwater.runtime.config.references import ConfigTransformer, hide_values, references, restore_references
-from headwater.runtime.config.topic_creation import TopicCreation
 from headwater.runtime.config.worker import WORKER_CONFIG
-from headwater.runtime.error_handling.dead_letter import create_topic as create_dead_letter_topic
 from headwater.runtime.logs.context import for_connector, for_task
 from headwater.runtime.plugins import plugin_manager, resolve_connector_class
 from headwater.runtime.storage.connector_offsets import ConnectorOffsetStore, OffsetTopics
 from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.offsets import OffsetStore
+from headwater.runtime.task_builder import TaskBuilder
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
-from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
-from headwater.runtime.tasks.sink import WorkerSinkTask
-from headwater.runtime.tasks.source import WorkerSourceTask
-from headwater.runtime.transforms.stages import build_chain
-from headwater.runtime.transport.base import NewTopic, Transport
+from headwater.runtime.transport.base import Transport
 from headwater.runtime.worker_connector import LifecycleThread, Listener, WorkerConnector, WorkerConnectorContext
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.providers import has_reference
-from headwater.sdk.task import SinkTask, SourceTask
-from headwater.sdk.transactions import ExactlyOnceSupport
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +91,19 @@ class Worker:
         self.connectors: dict[str, WorkerConnector] = {}
         self.tasks: dict[TaskId, WorkerTask] = {}
         self._threads: dict[TaskId, threading.Thread] = {}
-        self._heartbeat_topics: set[str] = set()
         self._offset_topics = OffsetTopics(offset_store) if isinstance(offset_store, KafkaOffsetStore) else None
         """The stores of connectors' own offsets topics, shared by their tasks, connectors and REST calls."""
+        self.builder = TaskBuilder(
+            self.config,
+            transport,
+            self.clock,
+            plugins,
+            lambda config: self.connector_offset_store(config) or self.offset_store,
+            self._task_listener,
+            group_id,
+            self.exactly_once,
+        )
+        """Makes each task's loop with its clients."""
         self.startups = Startups()
         self.cancelled: list[TaskId] = []
         """Tasks that outlived the graceful timeout: no final commit, and their stop hook may never run."""
@@ -358,86 +360,7 @@ class Worker:
             except ConfigError as error:
                 raise hide_values(error, references(connector_config, resolved)) from None
             connector = WorkerConnector(id.connector, cls(), parsed)
-        task_class = connector.instance.task_class()
-        task = task_class()
-        sink = isinstance(connector.instance, SinkConnector)
-        settings = TaskSettings.resolve(self.config, connector.config, sink=sink)
-        listener = self._task_listener
-        worker_task: WorkerTask
-        if sink:
-            assert isinstance(task, SinkTask), f"{task_class} is not a SinkTask"
-            dead_letters = None
-            if settings.errors.dlq_topic and not settings.errors.tolerate:
-                log.warning(
-                    "task %s: errors.deadletterqueue.topic.name is set but errors.tolerance=none: a failed record "
-                    "fails the task and goes to no dead-letter topic; set errors.tolerance=all to use it",
-                    id,
-                )
-            elif settings.errors.dlq_topic:
-                create_dead_letter_topic(
-                    self.transport.admin(), settings.errors.dlq_topic, settings.errors.dlq_replication_factor
-                )
-                dead_letters = self.transport.producer(self._client_config(connector, "producer"))
-            consumer = self.transport.consumer(f"connect-{id.connector}", self._client_config(connector, "consumer"))
-            worker_task = WorkerSinkTask(
-                id, task, task_config, settings, consumer, self.clock, listener, self.plugins, dead_letters
-            )
-        else:
-            assert isinstance(connector.instance, SourceConnector)
-            assert isinstance(task, SourceTask), f"{task_class} is not a SourceTask"
-            if settings.heartbeat_interval_ms > 0:
-                self._ensure_heartbeat_topic(settings.heartbeat_topic)
-            creation = TopicCreation.for_connector(
-                connector.config, bool(self.config[topic_creation.ENABLE]), self.transport.admin
-            )
-            worker_task = self._source_task(id, connector, task, task_config, settings)
-            worker_task.topic_creation = creation
-        worker_task.transforms = build_chain(connector.config)
-        return worker_task
-
-    def _source_task(
-        self,
-        id: TaskId,
-        connector: WorkerConnector,
-        task: SourceTask,
-        config: Mapping[str, str],
-        settings: TaskSettings,
-    ) -> WorkerSourceTask:
-        """A source task: in transactions when the worker delivers exactly once."""
-        producer_config = self._client_config(connector, "producer")
-        offsets = self.connector_offset_store(connector.config) or self.offset_store
-        if not self.exactly_once:
-            if exactly_once_support.worker_support(self.config) == "preparing":
-                log.info("task %s delivers at least once: exactly-once source support is only preparing here", id)
-            producer = self.transport.producer(producer_config)
-            return WorkerSourceTask(
-                id, task, config, settings, producer, offsets, self.clock, self._task_listener, self.plugins
-            )
-        assert self.group_id is not None
-        transactions = exactly_once_support.Transactions.of(connector.config, self.config, self.group_id, str(id))
-        instance = connector.instance
-        assert isinstance(instance, SourceConnector)
-        if instance.exactly_once_support({k: str(v) for k, v in connector.config.items()}) is (
-            ExactlyOnceSupport.UNSUPPORTED
-        ):
-            log.warning(
-                "task %s runs in transactions, but its connector says it cannot deliver exactly once with this config: "
-                "records may still be duplicated (set exactly.once.support=required to refuse such a config)",
-                id,
-            )
-        transactional = self.transport.transactional_producer(transactions.transactional_id, producer_config)
-        return ExactlyOnceWorkerSourceTask(
-            id,
-            task,
-            config,
-            settings,
-            transactional,
-            offsets,
-            transactions,
-            self.clock,
-            self._task_listener,
-            self.plugins,
-        )
+        return self.builder.build(id, connector, task_config)
 
     def connector_offset_store(self, connector_config: Mapping[str, Any]) -> ConnectorOffsetStore | None:
         """The offsets of a source connector whose ``offsets.storage.topic`` names a topic of its own (KIP-618):
@@ -460,16 +383,6 @@ class Worker:
                 f"worker with an offsets topic, and this worker keeps its offsets in {self.offset_store!r}"
             )
         return None if topic == topics.worker_store.topic else topics.store(str(topic))
-
-    def _ensure_heartbeat_topic(self, topic: str) -> None:
-        """Create a heartbeat topic once per worker, compacted (the latest heartbeat per source partition is what
-        matters), like Connect creates its internal topics; an existing topic is left as it is."""
-        if topic in self._heartbeat_topics:
-            return
-        partitions = int(self.config["heartbeat.records.topic.partitions"])
-        replication = int(self.config["heartbeat.records.topic.replication.factor"])
-        self.transport.admin().create_topics([NewTopic(topic, partitions, replication, {"cleanup.policy": "compact"})])
-        self._heartbeat_topics.add(topic)
 
     def stop_tasks(self, ids: list[TaskId], connector_deleted: bool = False) -> None:
         """Stop tasks and wait for them: each finishes its pass, commits, closes and gets the ``stop`` hook."""
@@ -540,13 +453,6 @@ class Worker:
         if self._offset_topics is not None:
             self._offset_topics.stop()
         self.config_transformer.close()
-
-    def _client_config(self, connector: WorkerConnector, client: str) -> dict[str, Any]:
-        override = override_prefix(client)
-        found = client_settings(self.config, client)
-        found.update({k[len(override) :]: v for k, v in connector.config.items() if k.startswith(override)})
-        found["clock"] = self.clock
-        return found
 
     def _task_listener(self, id: TaskId, state: State, trace: str | None) -> None:
         if self.listener is not None:

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("error_handling", (f"{R}.error_handling",)),
     ("transforms", (f"{R}.transforms", f"{R}.plugin_catalog")),
     ("tasks", (f"{R}.tasks",)),
-    ("worker", (f"{R}.worker", f"{R}.worker_connector")),
+    ("worker", (f"{R}.worker", f"{R}.worker_connector", f"{R}.task_builder")),
     ("metrics", (f"{R}.metrics",)),
     ("herder", (f"{R}.herder",)),
     ("distributed", (f"{R}.distributed",)),

@@ -16,7 +16,6 @@ MOST_ROOT_MODULES = 10
 LONGEST = 500
 ONE_CONCEPT_PAST_LONGEST = {
     "runtime/metrics/catalog.py": "one table: every metric's name, kind, scope and how it is read",
-    "runtime/worker.py": "the Worker: starting and stopping connectors and tasks over one transport",
 }
 """Modules over :data:`LONGEST` lines, each with the one concept it holds."""
 
