@@ -208,3 +208,13 @@ def test_a_lower_layer_importing_a_higher_one_is_caught(tmp_path: Path) -> None:
 def test_an_unplaced_module_is_named() -> None:
     with pytest.raises(LookupError, match=r"headwater\.elsewhere"):
         layer_of("headwater.elsewhere", LAYERS[1:])
+
+
+if __name__ == "__main__":  # python tests/test_layers.py [ROOT]: the graph's size, its circles and upward imports
+    import sys
+
+    root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT
+    edges, known = graph(root), modules(root)
+    print(f"{len(known)} modules, {sum(map(len, edges.values()))} imports between them")
+    print(f"{len(circles(edges))} circles", *circles(edges), sep="\n")
+    print(f"{len(upward(edges, known, root))} upward imports", *upward(edges, known, root), sep="\n")
