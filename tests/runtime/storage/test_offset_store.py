@@ -1,16 +1,13 @@
 """The OffsetStore contract, run against every implementation, plus each implementation's own behaviour."""
 
+import functools
 import json
 import os
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import headwater.runtime.storage as storage
@@ -27,6 +24,8 @@ from headwater.runtime.storage import (
 from headwater.runtime.transport.memory import key_partition
 from headwater.sdk.errors import ConnectError
 
+from .conftest import KAFKA, assert_on_java_partitions, assert_start_times_out, contract_store, produce, run_in_threads
+
 A = {"filename": "a.txt"}
 B = {"filename": "b.txt"}
 TIMEOUT_MS = 5_000
@@ -38,16 +37,14 @@ def make_store(kind: str, tmp_path: Path) -> OffsetStore:
     return FileOffsetStore(tmp_path / "offsets.json")
 
 
-@pytest.fixture(params=["memory", "file", pytest.param("kafka", marks=pytest.mark.kafka)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OffsetStore]:
-    if request.param == "kafka":
-        bootstrap, topic = request.getfixturevalue("kafka_bootstrap"), request.getfixturevalue("unique_name")
-        offset_store: OffsetStore = KafkaOffsetStore(bootstrap, topic, partitions=3, timeout_ms=TIMEOUT_MS)
-    else:
-        offset_store = make_store(request.param, tmp_path)
-    offset_store.start()
-    yield offset_store
-    offset_store.stop()
+def kafka_store(bootstrap: str, topic: str) -> KafkaOffsetStore:
+    """A Kafka offset store on ``topic`` (3 partitions), not started."""
+    return KafkaOffsetStore(bootstrap, topic, partitions=3, timeout_ms=TIMEOUT_MS)
+
+
+@pytest.fixture(params=["memory", "file", KAFKA])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> OffsetStore:
+    return contract_store(request, memory=MemoryOffsetStore, file=functools.partial(make_store, "file", tmp_path))
 
 
 # ---- the contract ----------------------------------------------------------------------------------------------
@@ -185,12 +182,7 @@ def test_concurrent_sets_lose_no_offsets(store: OffsetStore) -> None:
         for n in range(20):
             store.set("conn", [({"thread": thread, "n": n}, {"position": n})], TIMEOUT_MS)
 
-    threads = [threading.Thread(target=commit, args=(thread,)) for thread in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not any(thread.is_alive() for thread in threads)
+    run_in_threads(commit, 8)
     assert len(store.connector_partitions("conn")) == 8 * 20
     assert store.get("conn", [{"n": 19, "thread": 7}])[0][1] == {"position": 19}
 
@@ -378,30 +370,6 @@ def test_package_exports() -> None:
 # ---- the Kafka store ---------------------------------------------------------------------------------------------
 
 
-def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
-    for key, value in records:
-        producer.produce(topic, value, key)
-    assert producer.flush(10) == 0
-
-
-@pytest.fixture
-def kafka_stores(kafka_bootstrap: str, unique_name: str) -> Iterator[Callable[..., KafkaOffsetStore]]:
-    """Makes Kafka offset stores on this test's topic (3 partitions), started; all stopped after the test."""
-    made: list[KafkaOffsetStore] = []
-
-    def make(start: bool = True, **options: Any) -> KafkaOffsetStore:
-        kafka = KafkaOffsetStore(kafka_bootstrap, unique_name, **{"partitions": 3, "timeout_ms": TIMEOUT_MS, **options})
-        made.append(kafka)
-        if start:
-            kafka.start()
-        return kafka
-
-    yield make
-    for kafka in made:
-        kafka.stop()
-
-
 @pytest.mark.kafka
 def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(
     kafka_stores: Callable[..., KafkaOffsetStore], unique_name: str, raw_records: RawRecords
@@ -418,9 +386,7 @@ def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(
         (b'["other",null]', b'{"position":3}'),
         ('["conn",{"f":"ü","n":1}]'.encode(), None),
     ]
-    expected = sorted(((key_partition(key, 3), key, value) for key, value in written), key=lambda r: r[0])
-    assert raw_records(unique_name) == expected
-    assert len({partition for partition, _, _ in expected}) > 1, "the keys cover more than one partition"
+    assert_on_java_partitions(raw_records, unique_name, written)
 
 
 @pytest.mark.kafka
@@ -495,11 +461,7 @@ def test_kafka_failed_set_applies_nothing_until_the_topic_is_read_again(
 
 
 def test_kafka_unreachable_broker_fails_start_within_the_timeout(unique_name: str) -> None:
-    kafka = KafkaOffsetStore("127.0.0.1:1", unique_name, timeout_ms=1_000)
-    started = time.monotonic()
-    with pytest.raises(ConnectError, match=rf"127\.0\.0\.1:1 \(topic '{unique_name}'\) within 1000 ms"):
-        kafka.start()
-    assert time.monotonic() - started < 30  # the 1 s timeout is honoured, not the default 30 s one
+    kafka = assert_start_times_out(KafkaOffsetStore, unique_name)
     with pytest.raises(ConnectError, match="not started"):
         kafka.get("conn", [A])
 

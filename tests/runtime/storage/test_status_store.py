@@ -4,12 +4,9 @@ the Kafka store's own behaviour."""
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Producer
 
 from headwater.harness.kafka_worker import RawRecords
 from headwater.runtime.storage import (
@@ -20,23 +17,21 @@ from headwater.runtime.storage import (
     StatusView,
     TopicStatus,
 )
-from headwater.runtime.transport.memory import key_partition
-from headwater.sdk.errors import ConnectError
+
+from .conftest import KAFKA, assert_on_java_partitions, assert_start_times_out, contract_store, produce, run_in_threads
 
 TIMEOUT_MS = 10_000
 TRACE = "Traceback (most recent call last):\n  ValueError: ü"
 
 
-@pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.kafka)])
-def store(request: pytest.FixtureRequest) -> Iterator[StatusStore]:
-    if request.param == "kafka":
-        bootstrap, topic = request.getfixturevalue("kafka_bootstrap"), request.getfixturevalue("unique_name")
-        status_store: StatusStore = KafkaStatusStore(bootstrap, topic, partitions=3, timeout_ms=TIMEOUT_MS)
-    else:
-        status_store = MemoryStatusStore()
-    status_store.start()
-    yield status_store
-    status_store.stop()
+def kafka_store(bootstrap: str, topic: str, partitions: int = 3) -> KafkaStatusStore:
+    """A Kafka status store on ``topic``, not started."""
+    return KafkaStatusStore(bootstrap, topic, partitions=partitions, timeout_ms=TIMEOUT_MS)
+
+
+@pytest.fixture(params=["memory", KAFKA])
+def store(request: pytest.FixtureRequest) -> StatusStore:
+    return contract_store(request, memory=MemoryStatusStore)
 
 
 # ---- the contract ----------------------------------------------------------------------------------------------
@@ -138,12 +133,7 @@ def test_concurrent_writers_lose_nothing(store: StatusStore) -> None:
         for task in range(10):
             store.put_task(f"conn-{thread}", task, "RUNNING", None, f"w{thread}", thread)
 
-    threads = [threading.Thread(target=report, args=(thread,)) for thread in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not any(thread.is_alive() for thread in threads)
+    run_in_threads(report, 4)
     assert [len(store.tasks(f"conn-{thread}")) for thread in range(4)] == [10, 10, 10, 10]
     assert store.task("conn-3", 9) == Status("RUNNING", None, "w3", 3)
 
@@ -308,64 +298,44 @@ def test_memory_repr_shows_states() -> None:
 
 @pytest.mark.kafka
 def test_kafka_topic_holds_kafka_connect_bytes_on_the_java_partition(
-    kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
+    kafka_stores: Callable[..., KafkaStatusStore], kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
 ) -> None:
-    kafka = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=3, timeout_ms=TIMEOUT_MS)
-    kafka.start()
-    try:
-        write_expected_records(kafka)
-    finally:
-        kafka.stop()
-    expected = sorted(((key_partition(key, 3), key, value) for key, value in EXPECTED_RECORDS), key=lambda r: r[0])
-    assert raw_records(unique_name) == expected
-    assert len({partition for partition, _, _ in expected}) > 1, "the keys cover more than one partition"
+    write_expected_records(kafka_stores())
+    assert_on_java_partitions(raw_records, unique_name, EXPECTED_RECORDS)
 
 
 @pytest.mark.kafka
-def test_kafka_second_store_sees_what_the_first_wrote(kafka_bootstrap: str, unique_name: str) -> None:
-    first = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=3, timeout_ms=TIMEOUT_MS)
-    second = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=3, timeout_ms=TIMEOUT_MS)
-    first.start()
-    try:
-        first.put_connector("conn", "RUNNING", None, "w1", 1)
-        first.put_task("conn", 0, "FAILED", TRACE, "w1", 1)
-        first.put_topic("conn", "t", 0, 5)
-        second.start()
-        assert second.connector("conn") == Status("RUNNING", None, "w1", 1)
-        assert second.tasks("conn") == {0: Status("FAILED", TRACE, "w1", 1)}
-        assert second.topics("conn") == [TopicStatus("t", "conn", 0, 5)]
-        first.put_task("conn", 0, "RUNNING", None, "w1", 2)
-        second.delete_connector("conn")  # reads the topic first: task 0's new status is tombstoned as well
-        first.refresh()
-        assert (first.connector("conn"), first.tasks("conn")) == (None, {})
-    finally:
-        first.stop()
-        second.stop()
+def test_kafka_second_store_sees_what_the_first_wrote(kafka_stores: Callable[..., KafkaStatusStore]) -> None:
+    first = kafka_stores()
+    first.put_connector("conn", "RUNNING", None, "w1", 1)
+    first.put_task("conn", 0, "FAILED", TRACE, "w1", 1)
+    first.put_topic("conn", "t", 0, 5)
+    second = kafka_stores()
+    assert second.connector("conn") == Status("RUNNING", None, "w1", 1)
+    assert second.tasks("conn") == {0: Status("FAILED", TRACE, "w1", 1)}
+    assert second.topics("conn") == [TopicStatus("t", "conn", 0, 5)]
+    first.put_task("conn", 0, "RUNNING", None, "w1", 2)
+    second.delete_connector("conn")  # reads the topic first: task 0's new status is tombstoned as well
+    first.refresh()
+    assert (first.connector("conn"), first.tasks("conn")) == (None, {})
 
 
 @pytest.mark.kafka
 def test_kafka_an_older_run_s_late_reports_leave_the_newer_run_s_status(
-    kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
+    kafka_stores: Callable[..., KafkaStatusStore], kafka_bootstrap: str, unique_name: str, raw_records: RawRecords
 ) -> None:
     """Two workers' stores on one topic: the old run's worker writes its late FAILED before it read the new run's
     RUNNING (its check cannot see it) and every reader skips it; once it has read it, its UNASSIGNED is not written."""
-    old = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
-    new = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
-    late = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
-    old.start()
-    try:
-        old.put_task("conn", 0, "RUNNING", None, "old:1", 0)
-        new.start()
-        new.put_task("conn", 0, "RUNNING", None, "new:1", 1)
-        old.put_task("conn", 0, "FAILED", TRACE, "old:1", 0, safe=True)
-        new.refresh()
-        old.put_task("conn", 0, "UNASSIGNED", None, "old:1", 0, safe=True)
-        late.start()
-        for store in (old, new, late):
-            assert store.task("conn", 0) == Status("RUNNING", None, "new:1", 1)
-    finally:
-        for store in (old, new, late):
-            store.stop()
+    old = kafka_stores(partitions=1)
+    old.put_task("conn", 0, "RUNNING", None, "old:1", 0)
+    new = kafka_stores(partitions=1)
+    new.put_task("conn", 0, "RUNNING", None, "new:1", 1)
+    old.put_task("conn", 0, "FAILED", TRACE, "old:1", 0, safe=True)
+    new.refresh()
+    old.put_task("conn", 0, "UNASSIGNED", None, "old:1", 0, safe=True)
+    late = kafka_stores(partitions=1)
+    for store in (old, new, late):
+        assert store.task("conn", 0) == Status("RUNNING", None, "new:1", 1)
     assert [json.loads(value or b"")["state"] for _, _, value in raw_records(unique_name)] == [
         "RUNNING",
         "RUNNING",
@@ -374,34 +344,27 @@ def test_kafka_an_older_run_s_late_reports_leave_the_newer_run_s_status(
 
 
 @pytest.mark.kafka
-def test_kafka_unparseable_records_are_ignored(kafka_bootstrap: str, unique_name: str) -> None:
-    kafka = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
-    kafka.start()
-    try:
-        producer = Producer({"bootstrap.servers": kafka_bootstrap})
-        producer.produce(unique_name, b'{"state":"RUNNING"}', b"status-connector-conn")
-        producer.produce(unique_name, b"{}", b"status-topic-:connector-conn")
-        assert producer.flush(10) == 0
-        kafka.put_task("conn", 0, "RUNNING", None, "w", 1)
-        assert (kafka.connector("conn"), kafka.topics("conn"), list(kafka.tasks("conn"))) == (None, [], [0])
-    finally:
-        kafka.stop()
+def test_kafka_unparseable_records_are_ignored(
+    kafka_stores: Callable[..., KafkaStatusStore], kafka_bootstrap: str, unique_name: str
+) -> None:
+    kafka = kafka_stores(partitions=1)
+    produce(
+        kafka_bootstrap,
+        unique_name,
+        [(b"status-connector-conn", b'{"state":"RUNNING"}'), (b"status-topic-:connector-conn", b"{}")],
+    )
+    kafka.put_task("conn", 0, "RUNNING", None, "w", 1)
+    assert (kafka.connector("conn"), kafka.topics("conn"), list(kafka.tasks("conn"))) == (None, [], [0])
 
 
 def test_kafka_unreachable_broker_fails_start_within_the_timeout(unique_name: str) -> None:
-    kafka = KafkaStatusStore("127.0.0.1:1", unique_name, timeout_ms=1_000)
-    started = time.monotonic()
-    with pytest.raises(ConnectError, match=rf"127\.0\.0\.1:1 \(topic '{unique_name}'\) within 1000 ms"):
-        kafka.start()
-    assert time.monotonic() - started < 30  # the 1 s timeout is honoured, not the default 30 s one
+    assert_start_times_out(KafkaStatusStore, unique_name)
 
 
 @pytest.mark.kafka
-def test_kafka_repr_shows_topic_and_states(kafka_bootstrap: str, unique_name: str) -> None:
-    kafka = KafkaStatusStore(kafka_bootstrap, unique_name, partitions=1, timeout_ms=TIMEOUT_MS)
-    kafka.start()
-    try:
-        kafka.put_connector("conn", "PAUSED", None, "w", 1)
-        assert repr(kafka) == f"KafkaStatusStore('{unique_name}' at {kafka_bootstrap}, {{'conn': PAUSED []}})"
-    finally:
-        kafka.stop()
+def test_kafka_repr_shows_topic_and_states(
+    kafka_stores: Callable[..., KafkaStatusStore], kafka_bootstrap: str, unique_name: str
+) -> None:
+    kafka = kafka_stores(partitions=1)
+    kafka.put_connector("conn", "PAUSED", None, "w", 1)
+    assert repr(kafka) == f"KafkaStatusStore('{unique_name}' at {kafka_bootstrap}, {{'conn': PAUSED []}})"
