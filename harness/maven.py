@@ -148,3 +148,29 @@ def jars_version(jars_dir: Path) -> str:
 def tail(text: str, lines: int = 40) -> str:
     """The last ``lines`` lines of ``text``."""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def fetch_artifact(cache_dir: Path, coordinate: str) -> Path:
+    """``<cache_dir>/<the artifact's file>``: one artifact (``group:artifact:version[:packaging[:classifier]]``, an
+    application's ``tar.gz`` say) copied from Maven Central by ``mvn dependency:copy`` on the first call; later calls
+    return at once. Needs java and mvn."""
+    _group, artifact, version, *rest = coordinate.split(":")
+    packaging = rest[0] if rest else "jar"
+    classifier = f"-{rest[1]}" if len(rest) > 1 else ""
+    found = cache_dir / f"{artifact}-{version}{classifier}.{packaging}"
+    tools = require_tools("java", "mvn")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found.is_file():
+            return found
+        command = [tools["mvn"], "-B", "dependency:copy", f"-Dartifact={coordinate}", f"-DoutputDirectory={cache_dir}"]
+        cache_root().mkdir(parents=True, exist_ok=True)
+        with open(cache_root() / ".maven.lock", "w") as maven:  # one mvn at a time: they share ~/.m2's files
+            fcntl.flock(maven, fcntl.LOCK_EX)
+            done = run_logged(command, f"fetching {coordinate} from Maven Central", maven_progress, log, timeout_s=1800)
+        if done.returncode != 0 or not found.is_file():
+            raise BrokerUnavailable(
+                f"{shlex.join(command)} failed ({done.returncode}):\n{tail(done.stdout + done.stderr)}"
+            )
+    return found

@@ -1,0 +1,181 @@
+"""A real Schema Registry speaking Confluent's REST API, for tests: Apicurio Registry from Maven Central.
+
+Confluent's own server is not published to Maven Central and Karapace is not on PyPI; Apicurio Registry is both
+open and served there, as ``io.apicurio:apicurio-registry-app:<version>:tar.gz:all`` (about 160 MB, a Quarkus
+application), and serves Confluent's API (subjects, versions, ids, compatibility levels) under
+``/apis/ccompat/v7``. :func:`fetch_registry` copies it into the cache root (:func:`~headwater.harness.maven.cache_root`)
+and unpacks it once per machine; :class:`LocalSchemaRegistry` runs ``quarkus-run.jar`` on a free loopback port,
+with schemas kept in memory and deletion enabled, until :meth:`~LocalSchemaRegistry.stop`.
+
+It needs Java 21 or newer: :func:`find_java` looks at ``HEADWATER_REGISTRY_JAVA``, ``JAVA_HOME``, ``java`` on the
+PATH and ``/usr/lib/jvm/*``, and names what it found when none is new enough.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+from headwater.harness.broker import free_ports
+from headwater.harness.maven import BrokerUnavailable, cache_root, fetch_artifact, tail
+
+APICURIO_VERSION = "3.3.3"
+MINIMUM_JAVA = 21
+CCOMPAT_PATH = "/apis/ccompat/v7"
+_UNPACKED = ".unpacked"
+
+
+class RegistryUnavailable(BrokerUnavailable):
+    """No registry could be provided: no Java new enough, no Maven, or the registry did not start."""
+
+
+def java_version(java: str) -> int | None:
+    """The feature version (17, 21, 25) of a ``java`` executable; ``None`` when it does not run."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if found is None:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
+
+
+def java_candidates() -> list[str]:
+    """Where a ``java`` may be, in the order they are preferred."""
+    found = [os.environ.get("HEADWATER_REGISTRY_JAVA", "")]
+    if home := os.environ.get("JAVA_HOME"):
+        found.append(str(Path(home) / "bin" / "java"))
+    found.append(shutil.which("java") or "")
+    found += sorted(glob.glob("/usr/lib/jvm/*/bin/java"), reverse=True)
+    return [path for path in dict.fromkeys(found) if path and os.access(path, os.X_OK)]
+
+
+def find_java(minimum: int = MINIMUM_JAVA) -> str:
+    """A ``java`` of version ``minimum`` or newer (the newest found), or :class:`RegistryUnavailable` naming the
+    versions found."""
+    versions = {path: java_version(path) for path in java_candidates()}
+    usable = {path: version for path, version in versions.items() if version is not None and version >= minimum}
+    if not usable:
+        seen = ", ".join(f"{path} ({version or 'does not run'})" for path, version in versions.items()) or "none"
+        raise RegistryUnavailable(
+            f"the schema registry needs Java {minimum} or newer; found: {seen}. Install one (apt-get install "
+            f"openjdk-{minimum}-jre-headless) or point HEADWATER_REGISTRY_JAVA at its java",
+            ["java"],
+        )
+    return max(usable, key=lambda path: usable[path])
+
+
+def fetch_registry(version: str = APICURIO_VERSION, cache_dir: Path | None = None) -> Path:
+    """The unpacked application (its folder holds ``quarkus-run.jar``), fetched and unpacked on the first call."""
+    folder = cache_dir if cache_dir is not None else cache_root() / f"apicurio-{version}"
+    archive = fetch_artifact(folder, f"io.apicurio:apicurio-registry-app:{version}:tar.gz:all")
+    app = folder / "app"
+    if not (app / _UNPACKED).exists():
+        shutil.rmtree(app, ignore_errors=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(app, filter="data")
+        (app / _UNPACKED).write_text(version + "\n")
+    if not (app / "quarkus-run.jar").is_file():
+        raise RegistryUnavailable(f"{archive} holds no quarkus-run.jar")
+    return app
+
+
+class LocalSchemaRegistry:
+    """One Apicurio Registry process on a free loopback port; :attr:`url` is its Confluent-compatible API."""
+
+    def __init__(self, app_dir: Path | None = None, java: str | None = None) -> None:
+        self.app_dir = app_dir
+        self.java = java
+        self.port: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._log_path = Path(tempfile.mkstemp(prefix="headwater-registry-", suffix=".log")[1])
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>/apis/ccompat/v7``: what ``schema.registry.url`` names."""
+        if self.port is None:
+            raise RegistryUnavailable("the schema registry is not started")
+        return f"http://127.0.0.1:{self.port}{CCOMPAT_PATH}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __repr__(self) -> str:
+        where = self.url if self.port is not None else "not started"
+        return f"LocalSchemaRegistry({where}, {'running' if self.running else 'stopped'})"
+
+    def __enter__(self) -> LocalSchemaRegistry:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self, timeout_s: float = 120) -> LocalSchemaRegistry:
+        java = self.java or find_java()
+        app = self.app_dir or fetch_registry()
+        (self.port,) = free_ports(1)
+        settings = {
+            "quarkus.http.host": "127.0.0.1",
+            "quarkus.http.port": str(self.port),
+            "apicurio.rest.deletion.artifact.enabled": "true",
+            "apicurio.rest.deletion.artifact-version.enabled": "true",
+            "apicurio.rest.deletion.group.enabled": "true",
+        }
+        command = [java, "-Xmx512m", *(f"-D{key}={value}" for key, value in settings.items()), "-jar"]
+        self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed by stop()
+        self._proc = subprocess.Popen(
+            [*command, str(app / "quarkus-run.jar")],
+            cwd=app,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise RegistryUnavailable(f"the schema registry exited:\n{self.log_tail()}")
+            with (
+                contextlib.suppress(OSError, urllib.error.URLError),
+                urllib.request.urlopen(f"{self.url}/subjects", timeout=5) as answer,
+            ):
+                if answer.status == 200:
+                    return self
+            time.sleep(0.2)
+        self.stop()
+        raise RegistryUnavailable(f"the schema registry did not answer at {self.url} in time:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        with contextlib.suppress(OSError):
+            return tail(self._log_path.read_text(errors="replace"), lines)
+        return ""
+
+    def stop(self, timeout_s: float = 30) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
