@@ -22,7 +22,7 @@ ORDER = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "i
 
 def test_no_java_new_enough_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     old = tmp_path / "java"
-    old.write_text('#!/bin/sh\necho \'openjdk version "17.0.9" 2023-10-17\' >&2\n')
+    old.write_text("#!/bin/sh\necho 'openjdk version \"17.0.9\" 2023-10-17' >&2\n")
     old.chmod(0o755)
     monkeypatch.setattr("headwater.harness.schema_registry.java_candidates", lambda: [str(old)])
     assert java_version(str(old)) == 17
