@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from headwater.harness.simulated import SimulatedWorker
 
 REQUIRE_ENV = "HEADWATER_REQUIRE_KAFKA"
+REGISTRY_ENV = "HEADWATER_SCHEMA_REGISTRY_URL"
+REQUIRE_REGISTRY_ENV = "HEADWATER_REQUIRE_REGISTRY"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +46,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=os.environ.get(REQUIRE_ENV, "") not in ("", "0"),
         help=f"fail, rather than skip, when no Kafka broker can be had (or set {REQUIRE_ENV}=1)",
+    )
+    group.addoption(
+        "--schema-registry-url",
+        default=None,
+        help=f"URL of a Schema Registry speaking Confluent's API for the registry tests (or set {REGISTRY_ENV})",
+    )
+    group.addoption(
+        "--require-registry",
+        action="store_true",
+        default=os.environ.get(REQUIRE_REGISTRY_ENV, "") not in ("", "0"),
+        help=f"fail, rather than skip, when no Schema Registry can be started (or set {REQUIRE_REGISTRY_ENV}=1)",
     )
     group.addoption(
         "--conformance-kafka",
@@ -111,6 +124,27 @@ def second_kafka_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
 def second_kafka_bootstrap(second_kafka_cluster: Cluster) -> str:
     """The bootstrap servers of :func:`second_kafka_cluster`."""
     return second_kafka_cluster.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(pytestconfig: pytest.Config) -> Iterator[str]:
+    """The URL of a Schema Registry speaking Confluent's REST API for the whole session: given by
+    ``--schema-registry-url`` or ``HEADWATER_SCHEMA_REGISTRY_URL``, else Apicurio Registry started from Maven
+    Central (:mod:`headwater.harness.schema_registry`; under pytest-xdist, one for all workers of the run). Skips the
+    test when none can be had, unless ``--require-registry``."""
+    from headwater.harness.schema_registry import RegistryUnavailable, registry_url
+
+    given = pytestconfig.getoption("schema_registry_url") or os.environ.get(REGISTRY_ENV)
+    try:
+        url, stop = registry_url(given, SharedServices.of(pytestconfig))
+    except RegistryUnavailable as error:
+        if pytestconfig.getoption("require_registry"):
+            pytest.fail(str(error), pytrace=False)
+        pytest.skip(str(error))
+    try:
+        yield url
+    finally:
+        stop()
 
 
 @pytest.fixture(scope="session")

@@ -25,11 +25,15 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from headwater.harness.broker import free_ports
 from headwater.harness.maven import BrokerUnavailable, cache_root, fetch_artifact, tail
+
+if TYPE_CHECKING:
+    from headwater.harness.shared_services import SharedServices
 
 APICURIO_VERSION = "3.3.3"
 MINIMUM_JAVA = 21
@@ -160,6 +164,16 @@ class LocalSchemaRegistry:
         self.stop()
         raise RegistryUnavailable(f"the schema registry did not answer at {self.url} in time:\n{self.log_tail()}")
 
+    def detach(self) -> dict[str, str]:
+        """Leave the registry running after this process exits (shared by the workers of a test run); the state
+        :func:`stop_detached` stops it with, from any process."""
+        if self._proc is None:
+            raise RegistryUnavailable("the schema registry is not started")
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return {"url": self.url, "pid": str(self._proc.pid)}
+
     def log_tail(self, lines: int = 40) -> str:
         with contextlib.suppress(OSError):
             return tail(self._log_path.read_text(errors="replace"), lines)
@@ -179,3 +193,40 @@ class LocalSchemaRegistry:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def stop_detached(state: dict[str, str]) -> None:
+    """Stop, from any process, the registry :meth:`LocalSchemaRegistry.detach` left running (``state`` is what it
+    returned); a pid now used by another program is left alone."""
+    pid = int(state["pid"])
+    with contextlib.suppress(OSError):
+        if b"quarkus-run.jar" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)  # not our child: nothing to wait on but the pid
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def registry_url(given: str | None, shared: SharedServices | None = None) -> tuple[str, Callable[[], None]]:
+    """A registry's URL and what stops it when done: ``given`` as it is; else one started here, or on a pytest-xdist
+    worker (``shared``) the run's one, started by the first worker that asks and stopped by the controller."""
+    if given:
+        return given.rstrip("/"), lambda: None
+    if shared is None:
+        registry = LocalSchemaRegistry().start()
+        return registry.url, registry.stop
+    from headwater.harness.shared_services import Started
+
+    def start() -> Started:
+        registry = LocalSchemaRegistry().start()
+        return Started(registry.detach(), stop_detached, holds=registry)
+
+    return str(shared.get("schema_registry", start, RegistryUnavailable)["url"]), lambda: None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -30,21 +29,8 @@ def test_no_java_new_enough_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyP
         find_java()
 
 
-@pytest.fixture(scope="module")
-def registry() -> Iterator[LocalSchemaRegistry]:
-    try:
-        found = LocalSchemaRegistry().start()
-    except RegistryUnavailable as error:
-        if error.missing_tools:
-            pytest.skip(str(error))
-        raise
-    yield found
-    found.stop()
-
-
-@pytest.mark.services
-def test_a_registry_registers_serves_refuses_and_deletes_schemas(registry: LocalSchemaRegistry) -> None:
-    with httpx.Client(base_url=registry.url, headers=CONTENT_TYPE, timeout=30) as http:
+def test_a_registry_registers_serves_refuses_and_deletes_schemas(schema_registry_url: str) -> None:
+    with httpx.Client(base_url=schema_registry_url, headers=CONTENT_TYPE, timeout=30) as http:
         created = http.post("/subjects/orders-value/versions", json={"schema": json.dumps(ORDER)})
         assert created.status_code == 200, created.text
         schema_id = created.json()["id"]
@@ -56,4 +42,10 @@ def test_a_registry_registers_serves_refuses_and_deletes_schemas(registry: Local
         assert refused.status_code == 409 and "ncompatible" in refused.text
         assert http.delete("/subjects/orders-value").status_code == 200
         assert "orders-value" not in http.get("/subjects").json()
-    assert "running" in repr(registry)
+
+
+def test_a_registry_not_started_has_no_url() -> None:
+    registry = LocalSchemaRegistry()
+    assert "not started" in repr(registry)
+    with pytest.raises(RegistryUnavailable, match="not started"):
+        _ = registry.url

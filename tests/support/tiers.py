@@ -33,6 +33,7 @@ SERVICE_MARKERS = {
     "spark": "starts a SparkSession (pyspark and Java 17)",
     "java": "runs Kafka Connect's own Java classes (a Java 17 JDK and Maven)",
     "s3": "needs the S3-compatible object store (moto_server)",
+    "registry": "needs a Schema Registry (Apicurio Registry from Maven Central, Java 21 or newer)",
     "install": "builds fresh virtual environments from the built wheel",
     "container": "builds and runs the container image with podman (root; podman, runc and mmdebstrap from Debian)",
 }
@@ -51,6 +52,7 @@ FIXTURE_MARKERS = {
     "spark": "spark",
     "spark_cluster": "spark",
     "s3_server": "s3",
+    "schema_registry_url": "registry",
     "java_transforms": "java",
     "headwater_distribution": "install",
     "podman": "container",
