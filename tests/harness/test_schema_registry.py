@@ -40,8 +40,11 @@ def test_a_registry_registers_serves_refuses_and_deletes_schemas(schema_registry
         changed = {**ORDER, "fields": [{"name": "id", "type": "string"}]}
         refused = http.post("/subjects/orders-value/versions", json={"schema": json.dumps(changed)})
         assert refused.status_code == 409 and "ncompatible" in refused.text
-        assert http.delete("/subjects/orders-value").status_code == 200
+        assert http.delete("/subjects/orders-value").status_code == 200  # soft: Confluent's first step
         assert "orders-value" not in http.get("/subjects").json()
+        hard = http.delete("/subjects/orders-value", params={"permanent": "true"})
+        assert hard.status_code == 200, hard.text  # needs the registry's deletion settings
+        assert "orders-value" not in http.get("/subjects", params={"deleted": "true"}).json()
 
 
 def test_a_registry_not_started_has_no_url() -> None:
