@@ -18,7 +18,7 @@ from typing import Any
 from headwater.runtime.herder.restarts import RestartRequest
 from headwater.runtime.storage.kafka_configs import KafkaConfigStore
 from headwater.runtime.storage.record_store import Record
-from headwater.runtime.storage.wire import json_bytes, strict_loads
+from headwater.runtime.storage.wire import json_bytes, parse_record
 
 
 def restart_record(request: RestartRequest) -> Record:
@@ -30,12 +30,11 @@ def restart_record(request: RestartRequest) -> Record:
 
 def parse_restart(key: bytes | None, value: bytes | None) -> RestartRequest | None:
     """The request a config-topic record holds; ``None`` for any other record and for malformed ones."""
-    try:
-        text = (key or b"").decode("utf-8")
-        data = None if value is None else strict_loads(value)
-    except ValueError:
+    parsed = parse_record(key, value)
+    if parsed is None:
         return None
-    if not isinstance(data, dict):
+    text, data = parsed
+    if data is None:
         return None
     if text.startswith("restart-connector-") and len(text) > len("restart-connector-"):
         include, only = data.get("include-tasks", False), data.get("only-failed", False)
@@ -58,12 +57,11 @@ def logger_record(namespace: str, level: str) -> Record:
 
 def parse_logger_level(key: bytes | None, value: bytes | None) -> tuple[str, str] | None:
     """The (namespace, level) a config-topic record holds; ``None`` for any other record and for malformed ones."""
-    try:
-        text = (key or b"").decode("utf-8")
-        data = None if value is None else strict_loads(value)
-    except ValueError:
+    parsed = parse_record(key, value)
+    if parsed is None:
         return None
-    if not text.startswith(LOGGER_PREFIX) or not isinstance(data, dict) or not isinstance(data.get("level"), str):
+    text, data = parsed
+    if not text.startswith(LOGGER_PREFIX) or data is None or not isinstance(data.get("level"), str):
         return None
     return text.removeprefix(LOGGER_PREFIX), data["level"]
 

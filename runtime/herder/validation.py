@@ -132,18 +132,20 @@ def _errors(
     else:
         for key, messages in sink_topics.problems(props).items():
             errors.setdefault(key, []).extend(m for m in messages if m not in errors.get(key, []))
-    unknown = unknown_keys(props, probe, connector_config_def(probe).merge(chain), worker)
+    unknown = unknown_connector_keys(props, probe, worker, chain)
     for key, message in unknown.items():
         errors.setdefault(key, []).append(message)
     return definition, _scrubbed(_with_refusals(errors, props, kind, worker), props), unknown
 
 
 def unknown_connector_keys(
-    props: Mapping[str, Any], connector: Connector, worker_config: Mapping[str, Any]
+    props: Mapping[str, Any], connector: Connector, worker_config: Mapping[str, Any], chain: ConfigDef | None = None
 ) -> dict[str, str]:
     """The keys of ``props``, a config of ``connector``, that nothing recognises (the connector's keys, the runtime's
-    and those of its transforms), each with its message (:func:`~headwater.runtime.config.known_keys.unknown_keys`)."""
-    chain = chain_definition(props, worker_config.get(ALLOWED_MODULES))
+    and those of its transforms, ``chain`` when already made), each with its message
+    (:func:`~headwater.runtime.config.known_keys.unknown_keys`)."""
+    if chain is None:
+        chain = chain_definition(props, worker_config.get(ALLOWED_MODULES))
     return unknown_keys(props, connector, connector_config_def(connector).merge(chain), worker_config)
 
 

@@ -69,10 +69,10 @@ class LogBackedStore(RecordStore[V]):
     ) -> None:
         super().__init__()
         count = self.PARTITIONS if partitions is None else partitions
-        self.settings = TopicSettings(
+        settings = TopicSettings(
             cluster, topic, count, replication_factor, client_config, timeout_ms, self.EXACT_PARTITIONS
         )
-        self.log = self.settings.log(self._apply)
+        self.log = settings.log(self._apply)
 
     def start(self) -> None:
         self.log.start()

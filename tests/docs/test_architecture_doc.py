@@ -65,9 +65,10 @@ def test_each_layer_row_names_the_layers_modules() -> None:
             if not prefix.startswith("headwater.runtime"):
                 continue
             path = "runtime" + prefix.removeprefix("headwater.runtime").replace(".", "/")
-            named = f"`{path}/`" if (ROOT / path).is_dir() else f"`{path or 'runtime'}.py`"
             if prefix == "headwater.runtime":
                 named = "`runtime/__init__.py`"
+            else:
+                named = f"`{path}/`" if (ROOT / path).is_dir() else f"`{path}.py`"
             assert named in rows[name], f"the {name} row of docs/architecture.md does not name {named}"
 
 

@@ -64,12 +64,19 @@ class RestClient:
     def wait_for_states(self, name: str, connector: str, tasks: list[str]) -> None:
         """Wait until the connector and its tasks are in these states (no status yet counts as not yet)."""
 
-        def reached() -> bool:
-            if self.http.get(f"/connectors/{name}/status").status_code == 404:
-                return False
-            return self.states(name) == (connector, tasks)
+        last: list[Any] = ["no status yet"]
 
-        wait_until(reached, f"{name} reaching {connector} {tasks}")
+        def reached() -> bool:
+            response = self.http.get(f"/connectors/{name}/status")
+            if response.status_code == 404:
+                return False
+            last[0] = found = response.json()
+            return (found["connector"]["state"], [task["state"] for task in found["tasks"]]) == (connector, tasks)
+
+        try:
+            wait_until(reached, f"{name} reaching {connector} {tasks}")
+        except AssertionError as error:
+            raise AssertionError(f"{error}; its last status: {last[0]}") from None
 
     def topics(self, name: str) -> list[str]:
         response = self.http.get(f"/connectors/{name}/topics")

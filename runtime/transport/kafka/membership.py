@@ -1,6 +1,11 @@
 """The Kafka transport's :class:`~headwater.runtime.transport.base.GroupMember`: a confluent-kafka consumer that
 joins a group with cooperative-sticky assignment and never fetches (every assigned partition is paused), so Kafka's
-group coordinator hands out partitions that stand for something else (a distributed worker's slots)."""
+group coordinator hands out partitions that stand for something else (a distributed worker's slots).
+
+A slot topic is created a moment before the member subscribes to it, and the broker may not list it yet when the
+consumer first asks: librdkafka then reports the topic missing and looks again only at its next metadata refresh,
+``topic.metadata.refresh.interval.ms``, 5 minutes by default, so the slots would wait that long to be handed out.
+The member looks every :data:`SLOT_METADATA_REFRESH_MS` instead: a metadata request for the subscribed topics only."""
 
 from __future__ import annotations
 
@@ -16,6 +21,9 @@ from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition as OurTopicPartition
 
 log = logging.getLogger(__name__)
+
+SLOT_METADATA_REFRESH_MS = 1000
+"""How often a member asks the cluster for its subscribed topics, whatever the worker's clients are set to."""
 
 _MISSING_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC})
 
@@ -34,6 +42,7 @@ class KafkaGroupMember:
                 "partition.assignment.strategy": "cooperative-sticky",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
+                "topic.metadata.refresh.interval.ms": SLOT_METADATA_REFRESH_MS,
                 "logger": LibrdkafkaLogger(),
             }
         )
