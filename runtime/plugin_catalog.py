@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater import release
-from headwater.runtime.converters import BUILTIN_CONVERTERS, BUILTIN_HEADER_CONVERTERS, converter_class
+from headwater.runtime.converters import BUILTIN_CONVERTERS, BUILTIN_HEADER_CAPABLE, converter_class
 from headwater.runtime.plugins import installed_entry_points
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.runtime.transforms.stages import resolve
@@ -104,7 +104,7 @@ def plugin_descs() -> list[PluginDesc]:
         *_builtins(BUILTIN_PREDICATES, "predicate"),
         *_installed(PREDICATE_ENTRY_POINT_GROUP, Predicate, "predicate"),
         *_builtins(BUILTIN_CONVERTERS, "converter"),
-        *_builtins({**BUILTIN_CONVERTERS, **BUILTIN_HEADER_CONVERTERS}, "header_converter"),
+        *_builtins(BUILTIN_HEADER_CAPABLE, "header_converter"),
     ]
     return sorted(every, key=lambda desc: (TYPES.index(desc.plugin_type), desc.class_name))
 

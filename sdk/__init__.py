@@ -33,6 +33,7 @@ from headwater.sdk.records import (
     SourceRecord,
     TopicPartition,
 )
+from headwater.sdk.schemas import AvroSchema, Schema
 from headwater.sdk.task import SinkTask, SourceTask, Task
 from headwater.sdk.transactions import ConnectorTransactionBoundaries, ExactlyOnceSupport, TransactionContext
 from headwater.sdk.transforms import (
@@ -55,6 +56,7 @@ __all__ = [
     "PREDICATE_ENTRY_POINT_GROUP",
     "REQUIRED",
     "TRANSFORMATION_ENTRY_POINT_GROUP",
+    "AvroSchema",
     "Clock",
     "ConfigDef",
     "ConfigError",
@@ -72,6 +74,7 @@ __all__ = [
     "OffsetStorageReader",
     "Predicate",
     "RetriableError",
+    "Schema",
     "SinkConnector",
     "SinkRecord",
     "SinkTask",

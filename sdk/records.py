@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, overload
 
+from headwater.sdk.schemas import AvroSchema, Schema
+
 SourcePartition = Mapping[str, Any]
 """Where a source record comes from (a table, a file, a source topic-partition). Keys are strings,
 values are primitives, like Kafka Connect's source partition maps."""
@@ -56,10 +58,11 @@ class SourceRecord:
     """Milliseconds since the epoch; ``None`` lets the producer stamp the record when it sends it."""
     headers: Sequence[Header] = field(default_factory=tuple)
     """``(key, value)`` pairs; each value is turned into bytes by ``header.converter``."""
-    key_schema: Mapping[str, Any] | None = None
-    """The key's Kafka Connect schema (a JSON schema object) for converters that write one, such as the JSON
-    converter with ``schemas.enable``; ``None`` lets the converter infer it from the key."""
-    value_schema: Mapping[str, Any] | None = None
+    key_schema: Schema | AvroSchema | None = None
+    """The key's schema (:mod:`headwater.sdk.schemas`: a Kafka Connect schema, or an Avro schema the author has)
+    for the converters that write one (JSON with ``schemas.enable``, Avro); ``None`` lets the JSON converter
+    infer one from the key, and the Avro converter refuse the record."""
+    value_schema: Schema | AvroSchema | None = None
     """The value's schema, as ``key_schema`` is the key's."""
 
 
@@ -152,6 +155,11 @@ class SinkRecord:
     """The record's Kafka timestamp, milliseconds since the epoch; ``None`` when it has none."""
     headers: Sequence[Header] = field(default_factory=tuple)
     """``(key, value)`` pairs, each value as ``header.converter`` made it."""
+    key_schema: Schema | None = None
+    """The Kafka Connect schema (:mod:`headwater.sdk.schemas`) the key arrived with, from a converter that reads
+    one (Avro; JSON with ``schemas.enable``); ``None`` when it has none, or a transformation changed the key."""
+    value_schema: Schema | None = None
+    """The schema the value arrived with, as ``key_schema`` is the key's."""
 
     @property
     def topic_partition(self) -> TopicPartition:

@@ -186,6 +186,7 @@ class WorkerTask(ABC):
             self.transforms.close()
         except Exception:
             log.exception("task %s failed closing its transforms", self.id)
+        close_converters(self)
         if self.state is not State.FAILED:
             self._set_state(State.STOPPED)
 
@@ -263,3 +264,16 @@ class WorkerTask(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id}, state={self.state.value})"
+
+
+def close_converters(task: WorkerTask) -> None:
+    """Close the task's converters that hold something (a Schema Registry client's connections), as Kafka Connect's
+    tasks close theirs; failures are logged."""
+    for name in ("key_converter", "value_converter", "header_converter"):
+        close = getattr(getattr(task, name, None), "close", None)
+        if close is None:
+            continue
+        try:
+            close()
+        except Exception:
+            log.exception("task %s failed closing its %s", task.id, name.replace("_", " "))

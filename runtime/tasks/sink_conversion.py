@@ -11,9 +11,9 @@ unconverted until then), skipped, or the task fails.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from headwater.runtime.converters import Converter, HeaderConverter, makes_unshared_values, passes_bytes_through
 from headwater.runtime.error_handling.tolerance import ErrorHandler, Failure, Stage, StageFailed, class_name
@@ -21,6 +21,7 @@ from headwater.runtime.transforms.chain import TransformationChain
 from headwater.runtime.transforms.records import ConvertedRecord
 from headwater.runtime.transport.base import Message
 from headwater.sdk.records import SinkRecord
+from headwater.sdk.schemas import Schema
 
 _HEADERS = attrgetter("headers")
 
@@ -59,6 +60,13 @@ class SinkConversion:
         self._passthrough = passes_bytes_through(key_converter) and passes_bytes_through(value_converter)
         self._passthrough_headers = self._passthrough and passes_bytes_through(header_converter)
         self._unshared = makes_unshared_values(key_converter) and makes_unshared_values(value_converter)
+        self._key_data: Callable[[str, bytes | None], tuple[Schema | None, Any]] | None = getattr(
+            key_converter, "to_connect_data", None
+        )
+        """The key converter's reader of a schema with the key, when it has one (:class:`SchemaConverter`)."""
+        self._value_data: Callable[[str, bytes | None], tuple[Schema | None, Any]] | None = getattr(
+            value_converter, "to_connect_data", None
+        )
 
     def convert(self, records: Sequence[SinkRecord], messages: Sequence[Message]) -> Converted:
         """``records`` followed by ``messages`` converted (those that failed and were tolerated left out)."""
@@ -68,14 +76,22 @@ class SinkConversion:
             return Converted(joined(records, messages), (), None)
         key_converter, value_converter = self.key_converter, self.value_converter
         to_key, to_value = key_converter.to_connect, value_converter.to_connect
+        key_data, value_data = self._key_data, self._value_data
+        key_schema = value_schema = None
         converted = list(records)
         for index, message in enumerate(messages):
             topic = message.topic
             stage, converter = Stage.KEY_CONVERTER, key_converter
             try:
-                key = to_key(topic, message.key)
+                if key_data is None:
+                    key = to_key(topic, message.key)
+                else:
+                    key_schema, key = key_data(topic, message.key)
                 stage, converter = Stage.VALUE_CONVERTER, value_converter
-                value = to_value(topic, message.value)
+                if value_data is None:
+                    value = to_value(topic, message.value)
+                else:
+                    value_schema, value = value_data(topic, message.value)
                 stage, converter = Stage.HEADER_CONVERTER, self.header_converter  # type: ignore[assignment]
                 headers = self.headers(message) if message.headers else ()
             except Exception as error:
@@ -85,7 +101,16 @@ class SinkConversion:
                     return Converted(converted, messages[index:], retry_at)
                 continue
             record: SinkRecord = ConvertedRecord(
-                topic, message.partition, message.offset, key, value, message.timestamp, headers, message
+                topic,
+                message.partition,
+                message.offset,
+                key,
+                value,
+                message.timestamp,
+                headers,
+                key_schema,
+                value_schema,
+                message,
             )
             if transforms:
                 try:

@@ -37,8 +37,8 @@ def rebuilt(
     key_schema: Any = SAME,
     value_schema: Any = SAME,
 ) -> R:
-    """A copy of ``record`` with the given fields changed (``key_schema``/``value_schema`` only for a
-    :class:`SourceRecord`, which has them). The record is not changed."""
+    """A copy of ``record`` with the given fields changed. The record is not changed. A sink record whose key or
+    value changes loses that part's schema (the one it arrived with) unless a new one is given."""
     return cast(R, _rebuilt(record, topic, key, value, headers, timestamp, key_schema, value_schema))
 
 
@@ -54,8 +54,11 @@ def _rebuilt(
 ) -> Any:
     cls = type(record)
     if cls is ConvertedRecord or cls is SinkRecord:
-        if key_schema is not SAME or value_schema is not SAME:
-            raise TypeError("a SinkRecord has no key_schema or value_schema")
+        # a key or value a transformation changed no longer has the schema it arrived with, unless it says so
+        if key_schema is SAME:
+            key_schema = record.key_schema if key is SAME else None
+        if value_schema is SAME:
+            value_schema = record.value_schema if value is SAME else None
         fields = (
             record.topic if topic is SAME else topic,
             record.partition,
@@ -64,6 +67,8 @@ def _rebuilt(
             record.value if value is SAME else value,
             record.timestamp if timestamp is SAME else timestamp,
             record.headers if headers is SAME else headers,
+            key_schema,
+            value_schema,
         )
         return cls(*fields, record.original) if cls is ConvertedRecord else cls(*fields)
     if cls is SourceRecord:
@@ -108,6 +113,8 @@ def with_value(record: R, value: Any) -> R:
             value,
             rec.timestamp,
             rec.headers,
+            rec.key_schema,
+            None,
             rec.original,
         )
     elif cls is SourceRecord:
@@ -133,6 +140,8 @@ def working_copy(record: R, part: str | None, record_owned: bool = False) -> R:
     (``key`` or ``value``, when given and a map) is a copy of its map too. Nested values stay shared."""
     if not record_owned:
         record = cast(R, _copied(record) if type(record) is SourceRecord else _rebuilt(record, *_NOTHING_CHANGED))
+    if part is not None and isinstance(record, SinkRecord):  # its part is about to change: the schema no longer holds
+        setattr(record, f"{part}_schema", None)
     if part == "value":
         value = record.value
         if type(value) is dict:

@@ -395,8 +395,6 @@ def test_load_converter_loads_and_configures_a_user_class() -> None:
 @pytest.mark.parametrize(
     "spec",
     [
-        "avro",
-        "io.confluent.connect.avro.AvroConverter",
         "org.apache.kafka.connect.storage.SimpleHeaderConverter",
         "headwater.runtime.converters:NoSuchConverter",
         f"{__name__}:NOT_A_CONVERTER",

@@ -15,6 +15,7 @@ from typing import Any
 from headwater.runtime.transforms.builtins.parts import DataError
 from headwater.runtime.transforms.records import rebuilt
 from headwater.sdk.records import SourceRecord
+from headwater.sdk.schemas import AvroSchema
 from headwater.sdk.transforms import R
 
 TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
@@ -41,9 +42,17 @@ def normalized(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def operating_schema(record: Any, part: str) -> Mapping[str, Any] | None:
-    """The schema of the record's key or value (``part``); ``None`` when it has none (sink records have none)."""
+    """The schema of the record's key or value (``part``); ``None`` when it has none (sink records: the built-ins
+    read their keys and values without one). A source's :class:`~headwater.sdk.schemas.AvroSchema` is refused: the
+    built-ins change Connect schemas only."""
     if isinstance(record, SourceRecord):
-        return record.key_schema if part == "key" else record.value_schema
+        schema = record.key_schema if part == "key" else record.value_schema
+        if isinstance(schema, AvroSchema):
+            raise DataError(
+                f"this transformation reads the record's {part} schema, which is an AvroSchema; give the record a "
+                "Kafka Connect schema (headwater.sdk.schemas) for the transformations that change schemas"
+            )
+        return schema
     return None
 
 

@@ -103,7 +103,7 @@ def test_tolerated_failures_go_to_the_dead_letter_topic_with_their_bytes_and_con
         assert header(message, "__connect.errors.stage") == stage
         trace = header(message, "__connect.errors.exception.stacktrace")
         assert "Traceback" in trace if stage != "TASK_PUT" else trace.startswith("support.errant_sink.RejectedRecord")
-    converter = "headwater.runtime.converters.JsonConverter"
+    converter = "headwater.runtime.converters.builtin.JsonConverter"  # the class that failed, where it is defined
     assert header(dead[0], "__connect.errors.class.name") == converter
     assert "Invalid JSON" in header(dead[0], "__connect.errors.exception.message")
     assert '"schema" and "payload"' in header(dead[1], "__connect.errors.exception.message")

@@ -99,7 +99,7 @@ def test_a_source_record_and_its_maps_are_never_changed(aliases: str) -> None:
 def test_an_owned_sink_record_may_change_but_never_the_converters_maps(aliases: str) -> None:
     value, key = {"id": 1, "amount": 2.5, "secret": "s"}, {"k": 1}
     value_before, key_before = copy.deepcopy(value), copy.deepcopy(key)
-    given = ConvertedRecord("orders-in", 0, 9, key, value, 5, (), None)
+    given = ConvertedRecord("orders-in", 0, 9, key, value, 5, (), None, None, None)
     out = chain_of(aliases).apply(given, None, owned=True)
     assert (value, key) == (value_before, key_before)
     assert SHARED == {"id": 2, "amount": 1.5, "secret": "t"}

@@ -1,0 +1,271 @@
+"""What the Schema Registry converters share: their registry keys (Confluent's names, so migrated configs run as they
+are), the registry client made from them, subject names, Confluent's wire framing, and registry failures turned
+into errors that say what went wrong.
+
+Confluent's framing: a magic byte 0, the schema's id as 4 big-endian bytes, then the payload. The client is
+confluent-kafka's ``SchemaRegistryClient`` (the ``avro`` extra), which caches ids and schemas; any server speaking
+Confluent's REST API serves it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from headwater.runtime.converters.base import own_settings
+from headwater.sdk.config import ConfigDef, Importance, Type, one_of
+from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
+
+T = TypeVar("T")
+
+MAGIC_BYTE = 0
+_HEADER = struct.Struct(">bI")
+
+URL = "schema.registry.url"
+REQUEST_TIMEOUT_S = 30
+"""How long one request to the registry may take."""
+STRATEGIES = {
+    "io.confluent.kafka.serializers.subject.TopicNameStrategy": "topic",
+    "io.confluent.kafka.serializers.subject.RecordNameStrategy": "record",
+    "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy": "topic-record",
+    "topic": "topic",
+    "record": "record",
+    "topic-record": "topic-record",
+}
+"""Confluent's subject name strategies by class name, and their short names here."""
+_TOPIC_STRATEGY = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+
+
+def _strategy(key: str, value: Any) -> None:
+    if str(value) not in STRATEGIES:
+        known = ", ".join(STRATEGIES)
+        raise ConfigError(key, value, f"Unknown subject name strategy; use one of {known}")
+
+
+def _truststore_type(key: str, value: Any) -> None:
+    if str(value).upper() != "PEM":
+        raise ConfigError(
+            key,
+            value,
+            "Headwater reads certificates in PEM only: a Java keystore (JKS, PKCS12) cannot be read here; convert "
+            "it to PEM and set schema.registry.ssl.ca.location",
+        )
+
+
+def registry_config_def() -> ConfigDef:
+    """The keys every Schema Registry converter reads (``value.converter.`` or ``key.converter.`` stripped)."""
+    return (
+        ConfigDef()
+        .define(
+            URL, Type.LIST, importance=Importance.HIGH, documentation="The Schema Registry's URLs, comma-separated."
+        )
+        .define(
+            "basic.auth.credentials.source",
+            Type.STRING,
+            "URL",
+            Importance.MEDIUM,
+            "Where the registry's basic-auth credentials come from: URL (user:password@ in the URL) or USER_INFO "
+            "(basic.auth.user.info). Java's SASL_INHERIT is refused.",
+            one_of("URL", "USER_INFO"),
+        )
+        .define("basic.auth.user.info", Type.PASSWORD, None, Importance.MEDIUM, "user:password, for USER_INFO.")
+        .define(
+            "schema.registry.basic.auth.user.info",
+            Type.PASSWORD,
+            None,
+            Importance.LOW,
+            "The same as basic.auth.user.info (Confluent's other name for it).",
+        )
+        .define(
+            "schema.registry.ssl.ca.location",
+            Type.STRING,
+            None,
+            Importance.MEDIUM,
+            "PEM file (or directory) of the certificate authorities that sign the registry's certificate.",
+        )
+        .define(
+            "schema.registry.ssl.truststore.location",
+            Type.STRING,
+            None,
+            Importance.LOW,
+            "Java's name for the CA file; accepted only as PEM (schema.registry.ssl.truststore.type=PEM).",
+        )
+        .define(
+            "schema.registry.ssl.truststore.type",
+            Type.STRING,
+            "JKS",
+            Importance.LOW,
+            "The truststore's format: PEM only.",
+        )
+        .define(
+            "schema.registry.ssl.certificate.location",
+            Type.STRING,
+            None,
+            Importance.LOW,
+            "PEM client certificate, for a registry that asks for one.",
+        )
+        .define("schema.registry.ssl.key.location", Type.STRING, None, Importance.LOW, "PEM client key.")
+        .define("schema.registry.ssl.key.password", Type.PASSWORD, None, Importance.LOW, "The client key's password.")
+        .define(
+            "auto.register.schemas",
+            Type.BOOLEAN,
+            True,
+            Importance.MEDIUM,
+            "Register a record's schema under its subject when writing (the registry refuses an incompatible one).",
+        )
+        .define(
+            "use.latest.version",
+            Type.BOOLEAN,
+            False,
+            Importance.MEDIUM,
+            "With auto.register.schemas=false: write with the subject's latest schema.",
+        )
+        .define("normalize.schemas", Type.BOOLEAN, False, Importance.LOW, "Ask the registry to normalize schemas.")
+        .define(
+            "key.subject.name.strategy",
+            Type.STRING,
+            _TOPIC_STRATEGY,
+            Importance.MEDIUM,
+            "The subject of a key's schema: TopicNameStrategy (<topic>-key), RecordNameStrategy (the record's full "
+            "name) or TopicRecordNameStrategy (<topic>-<record name>), by Confluent's class name or topic, record, "
+            "topic-record.",
+            _strategy,
+        )
+        .define(
+            "value.subject.name.strategy",
+            Type.STRING,
+            _TOPIC_STRATEGY,
+            Importance.MEDIUM,
+            "The subject of a value's schema, as key.subject.name.strategy is a key's.",
+            _strategy,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class RegistrySettings:
+    """A converter's parsed registry keys."""
+
+    urls: list[str]
+    client_config: dict[str, Any]
+    """What confluent-kafka's ``SchemaRegistryClient`` is made with."""
+    auto_register: bool
+    use_latest_version: bool
+    normalize: bool
+    strategy: str
+    """``topic``, ``record`` or ``topic-record``, for this converter's part (key or value)."""
+
+    @classmethod
+    def of(cls, definition: ConfigDef, config: Mapping[str, Any], is_key: bool) -> RegistrySettings:
+        """Parse ``config`` with ``definition``; a key that cannot be honoured raises :class:`ConfigError`."""
+        if config.get(URL) is None:
+            raise ConfigError(URL, None, "Missing required configuration: the Schema Registry's URL")
+        parsed = own_settings(definition, config)
+        urls = list(parsed[URL])
+        if not urls:
+            raise ConfigError(URL, config.get(URL), "Give at least one Schema Registry URL")
+        # the task's errors.retry.timeout retries a registry that does not answer; the client itself does not
+        client: dict[str, Any] = {"url": ",".join(urls), "max.retries": 0, "timeout": REQUEST_TIMEOUT_S}
+        user_info = parsed["basic.auth.user.info"] or parsed["schema.registry.basic.auth.user.info"]
+        if parsed["basic.auth.credentials.source"].upper() == "USER_INFO":
+            if not user_info:
+                raise ConfigError(
+                    "basic.auth.user.info", None, "basic.auth.credentials.source=USER_INFO needs user:password here"
+                )
+            client["basic.auth.user.info"] = user_info
+        elif user_info:
+            raise ConfigError(
+                "basic.auth.credentials.source",
+                parsed["basic.auth.credentials.source"],
+                "basic.auth.user.info is set but would be ignored: set basic.auth.credentials.source=USER_INFO",
+            )
+        truststore = parsed["schema.registry.ssl.truststore.location"]
+        if truststore is not None:
+            _truststore_type("schema.registry.ssl.truststore.type", parsed["schema.registry.ssl.truststore.type"])
+        ca = parsed["schema.registry.ssl.ca.location"] or truststore
+        for ours, theirs in (
+            ("ssl.ca.location", ca),
+            ("ssl.certificate.location", parsed["schema.registry.ssl.certificate.location"]),
+            ("ssl.key.location", parsed["schema.registry.ssl.key.location"]),
+            ("ssl.key.password", parsed["schema.registry.ssl.key.password"]),
+        ):
+            if theirs is not None:
+                client[ours] = theirs
+        return cls(
+            urls,
+            client,
+            parsed["auto.register.schemas"],
+            parsed["use.latest.version"],
+            parsed["normalize.schemas"],
+            STRATEGIES[parsed["key.subject.name.strategy" if is_key else "value.subject.name.strategy"]],
+        )
+
+    def subject(self, topic: str, is_key: bool, record_name: str | None) -> str:
+        """The subject a schema is registered and looked up under (Confluent's subject name strategies)."""
+        if self.strategy == "topic":
+            return f"{topic}-{'key' if is_key else 'value'}"
+        if record_name is None:
+            raise ConnectError(
+                f"the {'key' if is_key else 'value'} subject name strategy {self.strategy} needs a named record "
+                f"schema (a struct with a name), and the record for topic {topic!r} has none"
+            )
+        return record_name if self.strategy == "record" else f"{topic}-{record_name}"
+
+
+def make_client(settings: RegistrySettings) -> Any:
+    """confluent-kafka's registry client for ``settings``; :class:`ConfigError` naming the extra when it is not
+    installed."""
+    try:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+    except ImportError as error:
+        raise ConfigError(
+            URL,
+            ",".join(settings.urls),
+            f"The Schema Registry converters need the avro extra: pip install 'headwater[avro]' ({error})",
+        ) from None
+    try:
+        return SchemaRegistryClient(settings.client_config)
+    except (ValueError, TypeError, OSError) as error:
+        raise ConfigError(URL, ",".join(settings.urls), f"Cannot make a Schema Registry client: {error}") from None
+
+
+def frame(schema_id: int, payload: bytes) -> bytes:
+    """Confluent's framing of ``payload`` written with schema ``schema_id``."""
+    return _HEADER.pack(MAGIC_BYTE, schema_id) + payload
+
+
+def unframe(topic: str, data: bytes) -> int:
+    """The schema id of a framed message (its payload starts at byte 5); :class:`ConnectError` for bytes that are
+    not in Confluent's framing."""
+    if len(data) < 5 or data[0] != MAGIC_BYTE:
+        raise ConnectError(
+            f"a message from topic {topic!r} is not in the Schema Registry's framing: unknown magic byte "
+            f"{data[:1].hex() or 'none'} (expected 00 followed by a 4-byte schema id)"
+        )
+    schema_id: int = _HEADER.unpack_from(data)[1]
+    return schema_id
+
+
+def asking(urls: list[str], what: str, call: Callable[[], T]) -> T:
+    """``call()`` to the registry; a registry that does not answer, or answers 5xx, raises :class:`RetriableError`
+    (the task's ``errors.retry.timeout`` retries it), any other refusal :class:`ConnectError` with the registry's
+    message."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    where = ",".join(urls)
+    try:
+        return call()
+    except SchemaRegistryError as error:
+        if error.http_status_code >= 500 or error.http_status_code in (408, 429):
+            raise RetriableError(f"the Schema Registry at {where} failed to {what}: {error}") from None
+        if error.http_status_code == 409:
+            raise ConnectError(f"the Schema Registry at {where} refused to {what}: {error.error_message}") from None
+        raise ConnectError(f"the Schema Registry at {where} could not {what}: {error}") from None
+    except (OSError, ConnectionError) as error:
+        raise RetriableError(f"cannot reach the Schema Registry at {where} to {what}: {error}") from None
+    except Exception as error:  # httpx's transport errors, which are no OSError
+        if type(error).__module__.startswith("httpx"):
+            raise RetriableError(f"cannot reach the Schema Registry at {where} to {what}: {error!r}") from None
+        raise
