@@ -27,8 +27,9 @@ from typing import Any
 Schema = Mapping[str, Any]
 """A Kafka Connect schema in the ``JsonConverter``'s JSON form."""
 
-PRIMITIVES = frozenset({"int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string", "bytes"})
-"""Kafka Connect's primitive schema types."""
+PRIMITIVES = frozenset({"int8", "int16", "int32", "int64", "float", "double", "boolean", "string", "bytes"})
+"""Kafka Connect's primitive schema types, by the names its JSON form gives them (``float`` is FLOAT32, ``double``
+FLOAT64)."""
 
 DECIMAL_NAME = "org.apache.kafka.connect.data.Decimal"
 DATE_NAME = "org.apache.kafka.connect.data.Date"
@@ -45,7 +46,7 @@ def _primitive(kind: str) -> dict[str, Any]:
 
 
 INT8, INT16, INT32, INT64 = (_primitive(kind) for kind in ("int8", "int16", "int32", "int64"))
-FLOAT32, FLOAT64 = _primitive("float32"), _primitive("float64")
+FLOAT32, FLOAT64 = _primitive("float"), _primitive("double")
 BOOLEAN, STRING, BYTES = _primitive("boolean"), _primitive("string"), _primitive("bytes")
 DATE: dict[str, Any] = {"type": "int32", "optional": False, "name": DATE_NAME, "version": 1}
 """Days since the epoch; ``datetime.date`` in Python."""

@@ -4,8 +4,8 @@ worker registers for the same Connect schema, and one a Java worker wrote reads 
 
 Connect to Avro:
 
-- int8 and int16 are Avro ``int`` with ``connect.type``; int32 ``int``; int64 ``long``; float32 ``float``; float64
-  ``double``; boolean, string, bytes as themselves;
+- int8 and int16 are Avro ``int`` with ``connect.type``; int32 ``int``; int64 ``long``; float32 (``float`` in the
+  JSON form) and float64 (``double``) as themselves; boolean, string, bytes as themselves;
 - a struct is a ``record`` named by the schema's name (``namespace.Name``), else ``ConnectDefault`` in namespace
   ``io.confluent.connect.avro`` (the nth unnamed struct of a schema: ``ConnectDefault<n>``);
 - an array is an ``array``; a map with string keys a ``map``; a map with other keys an ``array`` of ``MapEntry``
@@ -40,8 +40,8 @@ DEFAULT_PRECISION = 64
 _PRIMITIVE_AVRO = {
     "int32": "int",
     "int64": "long",
-    "float32": "float",
-    "float64": "double",
+    "float": "float",
+    "double": "double",
     "boolean": "boolean",
     "string": "string",
     "bytes": "bytes",

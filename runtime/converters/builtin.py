@@ -99,7 +99,7 @@ def infer_schema(value: Any, optional: bool = False) -> dict[str, Any]:
     elif isinstance(value, int):
         schema = {"type": "int64"}
     elif isinstance(value, float):
-        schema = {"type": "float64"}
+        schema = {"type": "double"}
     elif isinstance(value, str) or value is None:
         schema = {"type": "string"}
     elif isinstance(value, BYTES_LIKE):

@@ -208,7 +208,7 @@ def test_json_envelope_of_a_dict_matches_kafka_byte_for_byte() -> None:
     [
         (True, {"type": "boolean", "optional": False}),
         (7, {"type": "int64", "optional": False}),
-        (0.5, {"type": "float64", "optional": False}),
+        (0.5, {"type": "double", "optional": False}),
         ("s", {"type": "string", "optional": False}),
         (b"b", {"type": "bytes", "optional": False}),
         ([1, 2], {"type": "array", "items": {"type": "int64", "optional": False}, "optional": False}),
@@ -222,7 +222,7 @@ def test_json_envelope_of_a_dict_matches_kafka_byte_for_byte() -> None:
                     {"type": "string", "optional": True, "field": "n"},
                     {
                         "type": "struct",
-                        "fields": [{"type": "float64", "optional": True, "field": "f"}],
+                        "fields": [{"type": "double", "optional": True, "field": "f"}],
                         "optional": True,
                         "field": "inner",
                     },
