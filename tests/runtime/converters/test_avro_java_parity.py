@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -29,10 +28,12 @@ from headwater.sdk.schemas import (
     TIME,
     TIMESTAMP,
     array,
-    decimal as decimal_schema,
     map_of,
     optional,
     struct,
+)
+from headwater.sdk.schemas import (
+    decimal as decimal_schema,
 )
 from support.java_avro import java_avro
 
