@@ -133,10 +133,14 @@ class LocalSchemaRegistry:
     def start(self, timeout_s: float = 120) -> LocalSchemaRegistry:
         java = self.java or find_java()
         app = self.app_dir or fetch_registry()
-        (self.port,) = free_ports(1)
+        self.port, management = free_ports(2)
         settings = {
             "quarkus.http.host": "127.0.0.1",
             "quarkus.http.port": str(self.port),
+            # Quarkus's management interface (health, metrics) binds 0.0.0.0:9000 by default: a second registry on
+            # the machine (another test run's) would fail to start
+            "quarkus.management.host": "127.0.0.1",
+            "quarkus.management.port": str(management),
             # deletes through Apicurio's own API; Confluent's API deletes subjects (soft and permanent) without them
             # in 3.3.3 (tests/harness/test_schema_registry.py passes with them off too)
             "apicurio.rest.deletion.artifact.enabled": "true",

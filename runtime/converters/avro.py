@@ -174,7 +174,7 @@ class AvroConverter:
             )
             schema_id = found.schema_id
         try:
-            parsed = parse_schema(avro, _write_hint=False)
+            parsed = parse_schema(avro)
         except (SchemaParseException, ValueError, TypeError, KeyError) as error:
             raise ConnectError(
                 f"the {self._part} schema for topic {topic!r} is no valid Avro schema: {error}"
@@ -221,6 +221,6 @@ class AvroConverter:
             connect = to_connect(avro)
         except SchemaError as error:
             raise ConnectError(f"schema id {schema_id} cannot be read as a Connect schema: {error}") from None
-        reader = _Reader(parse_schema(avro, _write_hint=False), connect, needs_datum_change(connect))
+        reader = _Reader(parse_schema(avro), connect, needs_datum_change(connect))
         self._readers[schema_id] = reader
         return reader

@@ -9,9 +9,12 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from headwater.runtime.converters.avro_data import to_connect
 from headwater.runtime.converters.base import BYTES_LIKE, Converter, HeaderConverter, own_settings
+from headwater.runtime.converters.json_values import changes_values, from_payload, to_payload
 from headwater.sdk.config import ConfigDef, Importance, Type
 from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.schemas import AvroSchema, Schema
 
 
 def _known_encoding(key: str, value: Any) -> None:
@@ -121,29 +124,11 @@ def infer_schema(value: Any, optional: bool = False) -> dict[str, Any]:
     return schema
 
 
-def _decode_bytes(schema: Any, value: Any) -> Any:
-    """``value`` with the base64 strings of every ``bytes`` schema decoded."""
-    if value is None or not isinstance(schema, Mapping):
-        return value
-    kind = schema.get("type")
-    if kind == "bytes":
-        return base64.b64decode(value, validate=True)
-    if kind == "array" and isinstance(value, list):
-        return [_decode_bytes(schema.get("items"), item) for item in value]
-    if kind == "struct" and isinstance(value, dict):
-        fields = {field.get("field"): field for field in schema.get("fields") or () if isinstance(field, Mapping)}
-        return {name: _decode_bytes(fields.get(name), item) for name, item in value.items()}
-    if kind == "map" and isinstance(value, dict):
-        return {name: _decode_bytes(schema.get("values"), item) for name, item in value.items()}
-    if kind == "map" and isinstance(value, list):  # maps with non-string keys are written as [key, value] pairs
-        return {_decode_bytes(schema.get("keys"), k): _decode_bytes(schema.get("values"), v) for k, v in value}
-    return value
-
-
 class JsonConverter:
     """JSON, like Kafka's ``JsonConverter``: with ``schemas.enable`` (the default) each message is an envelope
-    ``{"schema": ..., "payload": ...}``; the schema is the record's own or one inferred from the value.
-    Bytes are written as base64 strings."""
+    ``{"schema": ..., "payload": ...}``; the schema is the record's own or one inferred from the value. A value with
+    a schema is written as Kafka's converter writes it (:mod:`.json_values`: decimals, dates, times, timestamps and
+    bytes in their JSON forms) and read back as the SDK's values with its schema (``SinkRecord.value_schema``)."""
 
     CONFIG: ClassVar[ConfigDef] = ConfigDef().define(
         "schemas.enable", Type.BOOLEAN, True, Importance.HIGH, "Write and expect the schema with each message."
@@ -151,38 +136,59 @@ class JsonConverter:
 
     def __init__(self) -> None:
         self.schemas_enable = True
+        self._changes: dict[int, tuple[Any, bool]] = {}
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         self.schemas_enable = own_settings(self.CONFIG, config)["schemas.enable"]
 
-    def from_connect(self, topic: str, schema: Mapping[str, Any] | None, value: Any) -> bytes | None:
+    def from_connect(self, topic: str, schema: Schema | AvroSchema | None, value: Any) -> bytes | None:
         if value is None and schema is None:
             return None  # a tombstone stays a tombstone
         try:
+            if isinstance(schema, AvroSchema):
+                schema = to_connect(schema.parsed)
+            if schema is not None and self._changes_values(schema):
+                value = to_payload(schema, value)
             if self.schemas_enable:
                 value = {"schema": infer_schema(value) if schema is None else schema, "payload": value}
             return _ENCODER.encode(value).encode("utf-8")
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError, KeyError, ConnectError) as error:
             raise ConnectError(f"Cannot convert a value for topic {topic!r} to JSON: {error}") from None
 
+    def _changes_values(self, schema: Schema) -> bool:
+        """:func:`changes_values`, kept per schema object (a source hands the same schema with every record)."""
+        found = self._changes.get(id(schema))
+        if found is not None and found[0] is schema:
+            return bool(found[1])
+        changes = changes_values(schema)
+        if len(self._changes) > 1000:
+            self._changes.clear()
+        self._changes[id(schema)] = (schema, changes)
+        return changes
+
     def to_connect(self, topic: str, data: bytes | None) -> Any:
+        return self.to_connect_data(topic, data)[1]
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
+        """The schema (with ``schemas.enable``) and the value of a message."""
         if data is None:
-            return None
+            return None, None
         try:
             parsed = json.loads(data)
         except ValueError as error:
             raise ConnectError(f"Invalid JSON in a message from topic {topic!r}: {error}") from None
         if not self.schemas_enable:
-            return parsed
+            return None, parsed
         if not isinstance(parsed, dict) or parsed.keys() != {"schema", "payload"}:
             raise ConnectError(
                 'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain '
                 f"additional fields (message from topic {topic!r}). If you are trying to deserialize plain JSON data, "
                 "set schemas.enable=false in your converter configuration."
             )
+        schema = parsed["schema"]
         try:
-            return _decode_bytes(parsed["schema"], parsed["payload"])
-        except (TypeError, ValueError) as error:
+            return schema, from_payload(schema, parsed["payload"])
+        except (TypeError, ValueError, OverflowError) as error:
             raise ConnectError(
                 f"Payload of a message from topic {topic!r} does not match its schema: {error}"
             ) from None

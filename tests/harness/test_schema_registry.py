@@ -52,3 +52,10 @@ def test_a_registry_not_started_has_no_url() -> None:
     assert "not started" in repr(registry)
     with pytest.raises(RegistryUnavailable, match="not started"):
         _ = registry.url
+
+
+def test_a_second_registry_starts_beside_the_sessions(schema_registry_url: str) -> None:
+    """Two registries on one machine (another test run's, say) do not share a port: the session's is running."""
+    with LocalSchemaRegistry() as second:
+        assert second.url != schema_registry_url
+        assert httpx.get(f"{second.url}/subjects", timeout=30).json() == []
