@@ -49,6 +49,15 @@ class KafkaRecord(SinkRecord):
     def headers(self) -> Sequence[Header]:  # type: ignore[override]
         return self._message.headers() or ()
 
+    @property
+    def key_schema(self) -> None:  # type: ignore[override]
+        """Bytes handed on as they are carry no schema."""
+        return None
+
+    @property
+    def value_schema(self) -> None:  # type: ignore[override]
+        return None
+
 
 _new = object.__new__
 _set_message = KafkaRecord.__dict__["_message"].__set__

@@ -27,5 +27,6 @@ def test_consumed_records_are_sink_records_read_from_the_message(
     assert (first.topic, first.partition, first.offset, first.key, first.value) == (topic, 2, 0, b"k0", b"v0")
     assert (first.timestamp, list(first.headers)) == (1_700_000_000_000, [("h", b"x"), ("n", None)])
     assert (second.offset, second.key, second.value, second.headers) == (1, None, None, ())
+    assert (first.key_schema, first.value_schema) == (None, None)  # what a sink may read of every record
     expected = SinkRecord(topic, 2, 0, b"k0", b"v0", 1_700_000_000_000, [("h", b"x"), ("n", None)])
     assert repr(first) == "KafkaRecord" + repr(expected).removeprefix("SinkRecord"), "repr reads the fields too"
