@@ -42,9 +42,13 @@ class SqliteDialect(TriggerDialect):
         return image
 
     def value(self, prefix: str, column: str, texts: list[str]) -> str:
-        """The image's value of ``column``: ``CAST(... AS TEXT)`` for a column written as text."""
+        """The image's value of ``column``: ``CAST(... AS TEXT)`` for a column written as text. A BLOB, which SQLite
+        lets any column hold and JSON cannot, is written as PostgreSQL writes a bytea in JSON: ``\\x`` and its
+        bytes in lowercase hex (``json_object`` would raise, failing the snapshot and the application's own
+        writes through the triggers)."""
         reference = f"{prefix}{self.q(column)}"
-        return f"CAST({reference} AS TEXT)" if column in texts else reference
+        written = f"CAST({reference} AS TEXT)" if column in texts else reference
+        return f"CASE WHEN typeof({reference}) = 'blob' THEN '\\x' || lower(hex({reference})) ELSE {written} END"
 
     def install(self, connection: Connection, table: CapturedTable) -> None:
         """In one transaction, so no change falls between dropping a trigger and creating it again."""

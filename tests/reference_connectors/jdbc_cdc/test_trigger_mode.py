@@ -370,3 +370,39 @@ def test_on_postgresql_a_numeric_beyond_a_double_is_exact_as_text_and_fails_the_
         _, trace = worker.herder.statuses[(name, 0)]
         assert "public.huge.n: numeric value is beyond the range of a double" in str(trace)
     assert worker.messages(f"{prefix}.public.huge") == worker.messages(f"{prefix}-snap.public.huge") == []
+
+
+@pytest.mark.parametrize(
+    ("database", "binary"),
+    [("sqlite", "BLOB"), pytest.param("postgres", "BYTEA", marks=pytest.mark.postgres)],
+    indirect=["database"],
+)
+def test_binary_values_arrive_as_hex_text_and_the_applications_writes_go_on(
+    make_simulated_worker: Make, database: ScratchDatabase, prefix: str, binary: str
+) -> None:
+    """A binary value reads as PostgreSQL writes a bytea in JSON (``\\x`` and lowercase hex), on each database; on
+    SQLite, whose JSON cannot hold a BLOB, neither the snapshot nor the application's writes through the triggers
+    fail (any SQLite column may hold a BLOB)."""
+    blob = "x'00ff'" if database.kind == "sqlite" else "'\\x00ff'::bytea"
+    other = "x'0a0b'" if database.kind == "sqlite" else "'\\x0a0b'::bytea"
+    database.execute(f"CREATE TABLE files (id INTEGER PRIMARY KEY, body {binary}, name VARCHAR(20))")
+    database.execute(f"INSERT INTO files VALUES (1, {blob}, 'a')")
+    worker = make_simulated_worker({"offset.flush.interval.ms": 100})
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, table_include_list="files"))
+    topic = orders_topic(database, prefix, "files")
+    wait_for(worker, topic, 1)
+    database.execute(f"INSERT INTO files VALUES (2, {other}, 'b')", f"UPDATE files SET body = {other} WHERE id = 1")
+    if database.kind == "sqlite":
+        database.execute("INSERT INTO files VALUES (3, x'', 'c')", "UPDATE files SET name = x'ff' WHERE id = 2")
+    wait_for(worker, topic, 5 if database.kind == "sqlite" else 3)
+    found = events(worker, topic)
+    assert found[:3] == [
+        ("r", None, {"id": 1, "body": "\\x00ff", "name": "a"}),
+        ("c", None, {"id": 2, "body": "\\x0a0b", "name": "b"}),
+        ("u", {"id": 1, "body": "\\x00ff", "name": "a"}, {"id": 1, "body": "\\x0a0b", "name": "a"}),
+    ]
+    if database.kind == "sqlite":
+        assert found[3:] == [
+            ("c", None, {"id": 3, "body": "\\x", "name": "c"}),
+            ("u", {"id": 2, "body": "\\x0a0b", "name": "b"}, {"id": 2, "body": "\\x0a0b", "name": "\\xff"}),
+        ]
