@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import tarfile
 import tempfile
@@ -101,9 +102,13 @@ def fetch_registry(version: str = APICURIO_VERSION, cache_dir: Path | None = Non
 class LocalSchemaRegistry:
     """One Apicurio Registry process on a free loopback port; :attr:`url` is its Confluent-compatible API."""
 
-    def __init__(self, app_dir: Path | None = None, java: str | None = None) -> None:
+    def __init__(
+        self, app_dir: Path | None = None, java: str | None = None, tls: tuple[Path, Path, Path] | None = None
+    ) -> None:
         self.app_dir = app_dir
         self.java = java
+        self.tls = tls
+        """``(certificate, key, CA)`` PEM files: serve HTTPS only, with that certificate (the CA checks it)."""
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -111,9 +116,12 @@ class LocalSchemaRegistry:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>/apis/ccompat/v7``: what ``schema.registry.url`` names."""
+        """``http://127.0.0.1:<port>/apis/ccompat/v7`` (``https://localhost:...`` with TLS): what
+        ``schema.registry.url`` names."""
         if self.port is None:
             raise RegistryUnavailable("the schema registry is not started")
+        if self.tls is not None:
+            return f"https://localhost:{self.port}{CCOMPAT_PATH}"
         return f"http://127.0.0.1:{self.port}{CCOMPAT_PATH}"
 
     @property
@@ -147,6 +155,15 @@ class LocalSchemaRegistry:
             "apicurio.rest.deletion.artifact-version.enabled": "true",
             "apicurio.rest.deletion.group.enabled": "true",
         }
+        if self.tls is not None:
+            certificate, key, _ca = self.tls
+            settings |= {
+                "quarkus.http.ssl-port": str(self.port),
+                "quarkus.http.port": "0",
+                "quarkus.http.insecure-requests": "disabled",
+                "quarkus.http.ssl.certificate.files": str(certificate),
+                "quarkus.http.ssl.certificate.key-files": str(key),
+            }
         command = [java, "-Xmx512m", *(f"-D{key}={value}" for key, value in settings.items()), "-jar"]
         self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed by stop()
         self._proc = subprocess.Popen(
@@ -162,13 +179,16 @@ class LocalSchemaRegistry:
                 raise RegistryUnavailable(f"the schema registry exited:\n{self.log_tail()}")
             with (
                 contextlib.suppress(OSError, urllib.error.URLError),
-                urllib.request.urlopen(f"{self.url}/subjects", timeout=5) as answer,
+                urllib.request.urlopen(f"{self.url}/subjects", timeout=5, context=self._ssl_context()) as answer,
             ):
                 if answer.status == 200:
                     return self
             time.sleep(0.2)
         self.stop()
         raise RegistryUnavailable(f"the schema registry did not answer at {self.url} in time:\n{self.log_tail()}")
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        return None if self.tls is None else ssl.create_default_context(cafile=str(self.tls[2]))
 
     def detach(self) -> dict[str, str]:
         """Leave the registry running after this process exits (shared by the workers of a test run); the state

@@ -15,9 +15,11 @@ from confluent_kafka import Producer
 
 from headwater.harness.kafka_worker import KafkaInspector
 from headwater.reference_connectors.kafka_mirror import source_partition
+from headwater.runtime.converters import load_converter
 from headwater.runtime.transport.base import Message
 from headwater.sdk import TopicPartition
 from support.process import WorkerProcess
+from support.schema_source import ORDER, order
 
 pytestmark = pytest.mark.kafka
 
@@ -243,3 +245,31 @@ def test_heartbeats_commit_an_idle_partition_past_its_transaction_marker(
     ]
     assert [m.value for m in beats] == [b'{"offset":5}']
     assert len(destination.messages(topic)) == 5  # the heartbeat went to the heartbeat topic, not the mirror
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_schema_registry_framed_records_are_copied_byte_for_byte_and_read_with_the_same_registry(
+    make_worker_process: MakeWorker,
+    source: KafkaInspector,
+    destination: KafkaInspector,
+    unique_name: str,
+    schema_registry_url: str,
+) -> None:
+    """Avro in Confluent's framing passes through as it is: the schema ids are the registry's, so the copy reads
+    with the same registry (docs/kafka-mirror.md says so)."""
+    topic = f"{unique_name}-avro"
+    avro = load_converter("avro", {"schema.registry.url": schema_registry_url}, is_key=False)
+    try:
+        framed = [avro.from_connect(topic, ORDER, order(n)) for n in range(8)]
+        source.create_topic(topic)
+        produce(
+            source.bootstrap_servers,
+            topic,
+            [(0, None, value, (), 1_600_000_000_000 + n) for n, value in enumerate(framed)],
+        )
+        worker = make_worker_process(topic)
+        copied = wait_for_records(worker, destination, topic, len(framed))
+        assert [message.value for message in copied] == framed
+        assert [avro.to_connect(topic, message.value) for message in copied] == [order(n) for n in range(8)]
+    finally:
+        avro.close()
