@@ -61,6 +61,10 @@ _NOT_READY = frozenset(
         KafkaError.UNKNOWN_TOPIC_OR_PART,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.NOT_LEADER_FOR_PARTITION,
+        # a broker whose metadata lags the new topic's leader epoch, or a client whose metadata is stale: retriable
+        # in Kafka's own clients (UnknownLeaderEpochException, FencedLeaderEpochException)
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
     }
 )
 """Errors of a topic just created whose partitions have no leader yet."""
