@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from headwater.runtime.converters.logical import day_millis, decimal_bytes, epoch_days, epoch_millis
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.schemas import DATE_NAME, DECIMAL_NAME, PRECISION, SCALE, TIME_NAME, TIMESTAMP_NAME, Schema
 
@@ -52,8 +53,6 @@ _LOGICAL = {
     TIME_NAME: ("int", "time-millis"),
     TIMESTAMP_NAME: ("long", "timestamp-millis"),
 }
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_EPOCH_DAY = datetime.date(1970, 1, 1)
 _NAME_OF_LOGICAL = {"date": DATE_NAME, "time-millis": TIME_NAME, "timestamp-millis": TIMESTAMP_NAME}
 
 
@@ -213,12 +212,11 @@ def default_json(schema: Schema, value: Any) -> Any:
         scale = int((schema.get("parameters") or {}).get(SCALE, 0))
         return decimal_bytes(value, scale).decode("iso-8859-1")
     if name == DATE_NAME and isinstance(value, datetime.date):
-        return (value - _EPOCH_DAY).days
+        return epoch_days(value)
     if name == TIME_NAME and isinstance(value, datetime.time):
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+        return day_millis(value)
     if name == TIMESTAMP_NAME and isinstance(value, datetime.datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
-        return (moment - _EPOCH).days * 86_400_000 + (moment - _EPOCH).seconds * 1000 + moment.microsecond // 1000
+        return epoch_millis(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("iso-8859-1")
     if kind == "array":
@@ -231,14 +229,6 @@ def default_json(schema: Schema, value: Any) -> Any:
         fields = {field["field"]: field for field in schema.get("fields", ())}
         return {k: default_json(fields[k], v) if k in fields else v for k, v in value.items()}
     return value
-
-
-def decimal_bytes(value: decimal.Decimal, scale: int) -> bytes:
-    """The unscaled value of ``value`` at ``scale`` as Java's ``BigInteger.toByteArray()``: big-endian two's
-    complement of minimal length."""
-    unscaled = int(value.scaleb(scale).to_integral_value())
-    bits = unscaled.bit_length() if unscaled >= 0 else (~unscaled).bit_length()
-    return unscaled.to_bytes(bits // 8 + 1, "big", signed=True)
 
 
 # ---- Avro -> Connect ----------------------------------------------------------------------------------------------

@@ -16,12 +16,10 @@ import decimal
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.converters.avro_data import decimal_bytes
+from headwater.runtime.converters.logical import EPOCH, EPOCH_DAY, day_millis, decimal_bytes, epoch_days, epoch_millis
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.schemas import DATE_NAME, DECIMAL_NAME, SCALE, TIME_NAME, TIMESTAMP_NAME, Schema
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_EPOCH_DAY = datetime.date(1970, 1, 1)
 _BYTES = (bytes, bytearray, memoryview)
 _LOGICAL = frozenset({DECIMAL_NAME, DATE_NAME, TIME_NAME, TIMESTAMP_NAME})
 
@@ -59,17 +57,11 @@ def to_payload(schema: Schema, value: Any) -> Any:
             return base64.b64encode(decimal_bytes(decimal.Decimal(value), _scale(schema))).decode("ascii")
         return value if isinstance(value, str) else base64.b64encode(bytes(value)).decode("ascii")
     if name == DATE_NAME:
-        return (value - _EPOCH_DAY).days if isinstance(value, datetime.date) else value
+        return epoch_days(value) if isinstance(value, datetime.date) else value
     if name == TIME_NAME:
-        if isinstance(value, datetime.time):
-            return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
-        return value
+        return day_millis(value) if isinstance(value, datetime.time) else value
     if name == TIMESTAMP_NAME:
-        if isinstance(value, datetime.datetime):
-            moment = value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
-            delta = moment - _EPOCH
-            return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
-        return value
+        return epoch_millis(value) if isinstance(value, datetime.datetime) else value
     if kind == "bytes":
         return base64.b64encode(bytes(value)).decode("ascii") if isinstance(value, _BYTES) else value
     if kind == "array":
@@ -100,11 +92,11 @@ def from_payload(schema: Any, payload: Any) -> Any:
         unscaled = int.from_bytes(base64.b64decode(payload, validate=True), "big", signed=True)
         return decimal.Decimal(unscaled).scaleb(-_scale(schema))
     if name == DATE_NAME:
-        return _EPOCH_DAY + datetime.timedelta(days=payload)
+        return EPOCH_DAY + datetime.timedelta(days=payload)
     if name == TIME_NAME:
         return (datetime.datetime.min + datetime.timedelta(milliseconds=payload)).time()
     if name == TIMESTAMP_NAME:
-        return _EPOCH + datetime.timedelta(milliseconds=payload)
+        return EPOCH + datetime.timedelta(milliseconds=payload)
     if kind == "bytes":
         return base64.b64decode(payload, validate=True)
     if kind == "array" and isinstance(payload, list):

@@ -13,12 +13,12 @@ import pytest
 from headwater.runtime.converters.avro_data import (
     SchemaError,
     avro_text,
-    decimal_bytes,
     from_datum,
     to_avro,
     to_connect,
     to_datum,
 )
+from headwater.runtime.converters.logical import decimal_bytes
 from headwater.sdk.schemas import (
     DATE,
     INT8,

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from headwater.runtime.converters import AvroConverter, load_converter
-from headwater.runtime.converters.avro_data import decimal_bytes
+from headwater.runtime.converters.logical import day_millis, decimal_bytes, epoch_days, epoch_millis
 from headwater.sdk.schemas import (
     BOOLEAN,
     BYTES,
@@ -39,7 +39,6 @@ from support.java_avro import java_avro
 
 pytestmark = [pytest.mark.java, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 CASES: list[tuple[str, dict[str, Any], Any]] = [
     (
         "order",
@@ -102,11 +101,11 @@ def payload(schema: Mapping[str, Any], value: Any) -> Any:
         scale = int(schema["parameters"]["scale"])
         return base64.b64encode(decimal_bytes(value, scale)).decode()
     if name == "org.apache.kafka.connect.data.Date":
-        return (value - EPOCH.date()).days
+        return epoch_days(value)
     if name == "org.apache.kafka.connect.data.Time":
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+        return day_millis(value)
     if name == "org.apache.kafka.connect.data.Timestamp":
-        return int((value - EPOCH).total_seconds() * 1000)
+        return epoch_millis(value)
     if kind == "bytes":
         return base64.b64encode(value).decode()
     if kind == "array":
