@@ -13,6 +13,7 @@ PATH and ``/usr/lib/jvm/*``, and names what it found when none is new enough.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import glob
 import os
@@ -103,12 +104,18 @@ class LocalSchemaRegistry:
     """One Apicurio Registry process on a free loopback port; :attr:`url` is its Confluent-compatible API."""
 
     def __init__(
-        self, app_dir: Path | None = None, java: str | None = None, tls: tuple[Path, Path, Path] | None = None
+        self,
+        app_dir: Path | None = None,
+        java: str | None = None,
+        tls: tuple[Path, Path, Path] | None = None,
+        basic_auth: tuple[str, str] | None = None,
     ) -> None:
         self.app_dir = app_dir
         self.java = java
         self.tls = tls
         """``(certificate, key, CA)`` PEM files: serve HTTPS only, with that certificate (the CA checks it)."""
+        self.basic_auth = basic_auth
+        """``(user, password)``: every request must carry them by HTTP basic authentication, else 401."""
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -164,6 +171,17 @@ class LocalSchemaRegistry:
                 "quarkus.http.ssl.certificate.files": str(certificate),
                 "quarkus.http.ssl.certificate.key-files": str(key),
             }
+        if self.basic_auth is not None:
+            # Quarkus's own HTTP security (the app is built with its embedded user realm): every path needs the one
+            # user; Apicurio's own authentication (OIDC) stays off
+            user, password = self.basic_auth
+            settings |= {
+                "quarkus.http.auth.basic": "true",
+                "quarkus.security.users.embedded.plain-text": "true",
+                f"quarkus.security.users.embedded.users.{user}": password,
+                "quarkus.http.auth.permission.everything.paths": "/*",
+                "quarkus.http.auth.permission.everything.policy": "authenticated",
+            }
         command = [java, "-Xmx512m", *(f"-D{key}={value}" for key, value in settings.items()), "-jar"]
         self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed by stop()
         self._proc = subprocess.Popen(
@@ -179,13 +197,20 @@ class LocalSchemaRegistry:
                 raise RegistryUnavailable(f"the schema registry exited:\n{self.log_tail()}")
             with (
                 contextlib.suppress(OSError, urllib.error.URLError),
-                urllib.request.urlopen(f"{self.url}/subjects", timeout=5, context=self._ssl_context()) as answer,
+                urllib.request.urlopen(self._request("subjects"), timeout=5, context=self._ssl_context()) as answer,
             ):
                 if answer.status == 200:
                     return self
             time.sleep(0.2)
         self.stop()
         raise RegistryUnavailable(f"the schema registry did not answer at {self.url} in time:\n{self.log_tail()}")
+
+    def _request(self, path: str) -> urllib.request.Request:
+        request = urllib.request.Request(f"{self.url}/{path}")
+        if self.basic_auth is not None:
+            token = base64.b64encode(":".join(self.basic_auth).encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        return request
 
     def _ssl_context(self) -> ssl.SSLContext | None:
         return None if self.tls is None else ssl.create_default_context(cafile=str(self.tls[2]))

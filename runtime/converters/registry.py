@@ -260,6 +260,12 @@ def asking(urls: list[str], what: str, call: Callable[[], T]) -> T:
     except SchemaRegistryError as error:
         if error.http_status_code >= 500 or error.http_status_code in (408, 429):
             raise RetriableError(f"the Schema Registry at {where} failed to {what}: {error}") from None
+        if error.http_status_code in (401, 403):
+            raise ConnectError(
+                f"the Schema Registry at {where} refused to let this converter {what} (HTTP "
+                f"{error.http_status_code}: {error.error_message}): check basic.auth.credentials.source and "
+                "basic.auth.user.info (or user:password@ in schema.registry.url)"
+            ) from None
         if error.http_status_code == 409:
             raise ConnectError(f"the Schema Registry at {where} refused to {what}: {error.error_message}") from None
         raise ConnectError(f"the Schema Registry at {where} could not {what}: {error}") from None
