@@ -10,7 +10,7 @@ from typing import Any
 from headwater import release
 from headwater.runtime.logs.context import configure_logging
 
-WORKER_STACK = ("fastapi", "uvicorn", "pydantic", "starlette", "prometheus_client")
+WORKER_STACK = ("fastapi", "uvicorn", "cryptography", "pydantic", "starlette", "prometheus_client")
 """The REST API's server stack and the metrics exporter, installed by the ``worker`` extra; the SDK and the simulated
 worker do without them."""
 
