@@ -24,14 +24,16 @@ import select
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import psycopg2
 import psycopg2.extras
 from sqlalchemy import Connection, Engine
 
+from headwater.reference_connectors.jdbc_cdc.column_types import for_log_mode, from_relation
 from headwater.reference_connectors.jdbc_cdc.columns import ChangeColumns, ColumnWriter
-from headwater.reference_connectors.jdbc_cdc.config import CdcConfig
+from headwater.reference_connectors.jdbc_cdc.config import CONNECT, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.envelope import Change, JsonEnvelope
 from headwater.reference_connectors.jdbc_cdc.pgoutput import (
     Begin,
@@ -149,7 +151,12 @@ class LogStream:
     ) -> None:
         self.cdc = cdc
         self.dialect = PostgresDialect(engine, cdc.audit_table, cdc.decimal_handling)
+        self.typed = cdc.record_schemas == CONNECT
+        if self.typed:  # log mode's schemas: every column optional but the primary key's, as pgoutput's will be
+            tables = [replace(t, types=for_log_mode(t.types, t.primary_key)) for t in tables]
         self.tables = {t.qualified: t for t in tables}
+        self.versions: dict[int, tuple[Relation, CapturedTable]] = {}
+        """Per relation id, the table as its latest Relation message describes it (``record.schemas=connect``)."""
         self.decoder = Decoder(cdc.decimal_handling)
         self.writer: ColumnWriter | None = None
         self.snapshot: Snapshot | None = None
@@ -281,7 +288,7 @@ class LogStream:
             relation = message.relation
             table = self.tables.get(f"{relation.namespace}.{relation.name}")
             if table is not None:
-                self.transaction.append((message, table))
+                self.transaction.append((message, self._version(relation, table) if self.typed else table))
         elif isinstance(message, Begin):
             self.begin, self.transaction = message, []
         elif isinstance(message, Commit):
@@ -297,6 +304,17 @@ class LogStream:
             if found:
                 self.handed = found[-1][1]["lsn"]
             self.transaction, self.begin = [], None
+
+    def _version(self, relation: Relation, table: CapturedTable) -> CapturedTable:
+        """``table`` with the columns of ``relation``, the latest Relation message of its id (PostgreSQL sends a new
+        one before the first change after ``ALTER TABLE``)."""
+        found = self.versions.get(relation.relid)
+        if found is not None and found[0] is relation:
+            return found[1]
+        types = from_relation(relation.columns, relation.types, relation.typmods, table.primary_key)
+        version = replace(table, columns=relation.columns, types=types)
+        self.versions[relation.relid] = (relation, version)
+        return version
 
     def _read_snapshot(self, limit: int) -> list[tuple[Change, Offset]]:
         assert self.snapshot is not None
