@@ -94,12 +94,11 @@ class JdbcCdcUnwrap(Transformation[SourceRecord]):
         if not (isinstance(envelope, Mapping) and envelope.get("op") in ("c", "u", "d", "r")):
             raise ConnectError(f"Not a JDBC-CDC change event (no op of c, u, d or r) on topic {record.topic}")
         row = self._row(envelope)
-        schema = None if encoded else self._schema(record.value_schema)
-        if row is None:
-            return None if self.delete_mode == "drop" else replace(record, value=None, value_schema=schema)
+        if row is None:  # a tombstone has no value schema (as Debezium's), so the JSON converter writes null
+            return None if self.delete_mode == "drop" else replace(record, value=None, value_schema=None)
         if encoded:
             return replace(record, value=json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode())
-        return replace(record, value=row, value_schema=schema)
+        return replace(record, value=row, value_schema=self._schema(record.value_schema))
 
     def _schema(self, envelope: Any) -> Schema | None:
         """The row's schema of an envelope's schema (the ``after`` field's struct, with the added fields), made once
