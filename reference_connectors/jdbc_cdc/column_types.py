@@ -1,10 +1,11 @@
 """What a captured column holds, told apart as finely as its record schema needs (``record.schemas=connect``): its
 kind, whether it may be null, a decimal's precision and scale, a time's fractional digits and a constant default.
 
-Trigger mode and the snapshot read the columns from SQLAlchemy's inspector (:func:`from_inspector`); log mode from
-``pgoutput``'s Relation message, type OIDs and type modifiers (:func:`from_relation`), where every column but the
-primary key's is optional: a before image holds only the replica identity under ``REPLICA IDENTITY DEFAULT``,
-an unchanged TOASTed value is left out, and the message says nothing of ``NOT NULL``.
+Trigger mode and its snapshot read the columns from SQLAlchemy's inspector (:func:`from_inspector`); log mode, its
+snapshot included, from type OIDs and type modifiers (:func:`from_relation`: ``pgoutput``'s Relation message, or
+the catalog's ``pg_attribute`` at start, the same values), where every column but the primary key's is optional:
+a before image holds only the replica identity under ``REPLICA IDENTITY DEFAULT``, an unchanged TOASTed value is
+left out, and the message says nothing of ``NOT NULL``.
 """
 
 from __future__ import annotations
@@ -197,14 +198,6 @@ def from_oid(name: str, type_oid: int, typmod: int, optional: bool) -> ColumnTyp
     elif type_oid in _FRACTIONAL and typmod >= 0:
         fsp = typmod
     return ColumnType(name, kind, optional, precision, scale, fsp, None, f"oid {type_oid}")
-
-
-def for_log_mode(columns: Sequence[ColumnType], primary_key: Sequence[str]) -> tuple[ColumnType, ...]:
-    """``columns`` as log mode's schemas have them: optional but for the primary key, without defaults."""
-    return tuple(
-        ColumnType(c.name, c.kind, c.name not in primary_key, c.precision, c.scale, c.fsp, None, c.detail)
-        for c in columns
-    )
 
 
 def from_relation(

@@ -31,7 +31,7 @@ import psycopg2
 import psycopg2.extras
 from sqlalchemy import Connection, Engine
 
-from headwater.reference_connectors.jdbc_cdc.column_types import for_log_mode, from_relation
+from headwater.reference_connectors.jdbc_cdc.column_types import from_relation
 from headwater.reference_connectors.jdbc_cdc.columns import ChangeColumns, ColumnWriter
 from headwater.reference_connectors.jdbc_cdc.config import CONNECT, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.envelope import Change, JsonEnvelope
@@ -152,8 +152,8 @@ class LogStream:
         self.cdc = cdc
         self.dialect = PostgresDialect(engine, cdc.audit_table, cdc.decimal_handling)
         self.typed = cdc.record_schemas == CONNECT
-        if self.typed:  # log mode's schemas: every column optional but the primary key's, as pgoutput's will be
-            tables = [replace(t, types=for_log_mode(t.types, t.primary_key)) for t in tables]
+        if self.typed:
+            tables = self._catalog_types(engine, tables)
         self.tables = {t.qualified: t for t in tables}
         self.versions: dict[int, tuple[Relation, CapturedTable]] = {}
         """Per relation id, the table as its latest Relation message describes it (``record.schemas=connect``)."""
@@ -304,6 +304,22 @@ class LogStream:
             if found:
                 self.handed = found[-1][1]["lsn"]
             self.transaction, self.begin = [], None
+
+    def _catalog_types(self, engine: Engine, tables: Sequence[CapturedTable]) -> list[CapturedTable]:
+        """``tables`` with the column types pgoutput's Relation messages will give (the catalog's type OIDs and
+        modifiers, a domain's own OID included), so the snapshot's schemas are the stream's."""
+        found = []
+        with autocommit(engine) as connection:
+            for table in tables:
+                rows = connection.exec_driver_sql(
+                    "SELECT attname, atttypid::int, atttypmod FROM pg_attribute WHERE attrelid = %(table)s::regclass "
+                    "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                    {"table": self.dialect.table_ref(table)},
+                ).fetchall()
+                names = tuple(str(r[0]) for r in rows)
+                types = from_relation(names, [int(r[1]) for r in rows], [int(r[2]) for r in rows], table.primary_key)
+                found.append(replace(table, columns=names, types=types))
+        return found
 
     def _version(self, relation: Relation, table: CapturedTable) -> CapturedTable:
         """``table`` with the columns of ``relation``, the latest Relation message of its id (PostgreSQL sends a new

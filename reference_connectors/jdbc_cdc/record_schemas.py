@@ -105,6 +105,7 @@ _MICRO = datetime.timedelta(microseconds=1)
 _DAY_US = 86_400_000_000
 _TIME = re.compile(r"^(-)?(\d+):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
 _TIMETZ = re.compile(r"^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?([+-])(\d{2})(?::?(\d{2}))?(?::?(\d{2}))?$")
+_DIGITS = re.compile(r"^-?[0-9]+$")
 _RANGES = {"int8": 1 << 7, "int16": 1 << 15, "int32": 1 << 31, "int64": 1 << 63}
 
 
@@ -135,6 +136,8 @@ def _integer(kind: str) -> Convert:
     bound = _RANGES[kind]
 
     def convert(value: Any) -> int:
+        if isinstance(value, str) and _DIGITS.match(value):  # an oid: to_jsonb writes its digits as a string
+            value = int(value)
         if isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound:
             return value
         raise _refuse(value, f"is not an {kind} integer")
