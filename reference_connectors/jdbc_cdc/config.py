@@ -25,10 +25,25 @@ SLOT_NAME = "slot.name"
 PUBLICATION_NAME = "publication.name"
 REPLICA_IDENTITY_FULL = "replica.identity.full"
 DECIMAL_HANDLING_MODE = "decimal.handling.mode"
+RECORD_SCHEMAS = "record.schemas"
+TIME_PRECISION_MODE = "time.precision.mode"
+KEY_CONVERTER, VALUE_CONVERTER = "key.converter", "value.converter"
 
 TRIGGER, LOG = "trigger", "log"
 INITIAL, NEVER = "initial", "never"
-STRING, DOUBLE = "string", "double"
+STRING, DOUBLE, PRECISE = "string", "double", "precise"
+NONE, CONNECT = "none", "connect"
+ADAPTIVE = "adaptive"
+
+BYTES_CONVERTERS = frozenset(
+    {
+        "bytes",
+        "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "headwater.runtime.converters.ByteArrayConverter",
+    }
+)
+"""``key.converter``/``value.converter`` names of the pass-through converter: with both in the connector's config,
+the task writes keys and values as JSON bytes itself."""
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _NAME_CHARS = re.compile(r"[^a-z0-9_]+")
@@ -140,8 +155,30 @@ CONFIG_DEF = (
         "How NUMERIC/DECIMAL column values are written. string: a JSON string with the database's exact text of the "
         'value (12.500 as "12.500"), no precision lost; double: a JSON number, a float where the value has a '
         "fraction or an exponent (precision beyond 15-17 digits is lost; a value outside a double's range fails the "
-        "task, naming table and column). Float and integer columns are JSON numbers either way.",
-        one_of(STRING, DOUBLE),
+        "task, naming table and column); precise (needs record.schemas=connect): Kafka Connect's Decimal with the "
+        "column's scale and precision, a value with more digits fails the task (never rounded), a column without a "
+        "declared scale is refused at start. Float and integer columns are JSON numbers either way.",
+        one_of(STRING, DOUBLE, PRECISE),
+    )
+    .define(
+        RECORD_SCHEMAS,
+        Type.STRING,
+        NONE,
+        Importance.MEDIUM,
+        "none: schemaless change events (JSON-shaped values); connect: every record carries a Kafka Connect key and "
+        "value schema derived from the captured table's columns (values converted to the schema's types), as a "
+        "schema-needing converter such as Avro with a Schema Registry wants. Not with the bytes converters.",
+        one_of(NONE, CONNECT),
+    )
+    .define(
+        TIME_PRECISION_MODE,
+        Type.STRING,
+        ADAPTIVE,
+        Importance.LOW,
+        "With record.schemas=connect: adaptive (Debezium's io.debezium.time.Date, Time, MicroTime, Timestamp, "
+        "MicroTimestamp integers by the column's precision) or connect (Kafka Connect's Date, Time, Timestamp; "
+        "timestamps and times to the millisecond).",
+        one_of(ADAPTIVE, CONNECT),
     )
 )
 """Every option of the CDC connector with its default and validator."""
@@ -167,6 +204,8 @@ class CdcConfig:
     publication: str
     replica_identity_full: bool
     decimal_handling: str = STRING
+    record_schemas: str = NONE
+    time_precision: str = ADAPTIVE
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> CdcConfig:
@@ -193,4 +232,36 @@ class CdcConfig:
             publication=parsed[PUBLICATION_NAME] or default,
             replica_identity_full=parsed[REPLICA_IDENTITY_FULL],
             decimal_handling=parsed[DECIMAL_HANDLING_MODE].lower(),
+            record_schemas=_schemas_mode(props, parsed),
+            time_precision=parsed[TIME_PRECISION_MODE].lower(),
         )
+
+
+def _schemas_mode(props: Mapping[str, Any], parsed: Mapping[str, Any]) -> str:
+    """``record.schemas``, checked against the keys that need it or refuse it."""
+    mode = str(parsed[RECORD_SCHEMAS]).lower()
+    if mode == CONNECT:
+        converters = {key: props.get(key) for key in (KEY_CONVERTER, VALUE_CONVERTER)}
+        if any(value in BYTES_CONVERTERS for value in converters.values()):
+            shown = ", ".join(f"{key}={value}" for key, value in converters.items() if value is not None)
+            raise ConfigError(
+                RECORD_SCHEMAS,
+                parsed[RECORD_SCHEMAS],
+                f"the bytes converters ({shown}) write schemaless JSON bytes: use record.schemas=none with them, or "
+                "a converter that writes schemas (avro, json) in key.converter and value.converter",
+            )
+        return mode
+    if str(parsed[DECIMAL_HANDLING_MODE]).lower() == PRECISE:
+        raise ConfigError(
+            DECIMAL_HANDLING_MODE,
+            parsed[DECIMAL_HANDLING_MODE],
+            "precise needs record.schemas=connect (a Decimal "
+            "is a schema type; schemaless events hold a decimal as its text with string)",
+        )
+    if str(parsed[TIME_PRECISION_MODE]).lower() != ADAPTIVE:
+        raise ConfigError(
+            TIME_PRECISION_MODE,
+            parsed[TIME_PRECISION_MODE],
+            "time.precision.mode applies to record schemas only: set record.schemas=connect, or leave it unset",
+        )
+    return mode

@@ -28,7 +28,7 @@ from headwater.reference_connectors.jdbc_cdc.config import (
 from headwater.reference_connectors.jdbc_cdc.connection_url import CONNECTION_URL, check_database_exists
 from headwater.reference_connectors.jdbc_cdc.database import make_engine
 from headwater.reference_connectors.jdbc_cdc.tables import discover
-from headwater.reference_connectors.jdbc_cdc.task import JdbcCdcSourceTask
+from headwater.reference_connectors.jdbc_cdc.task import JdbcCdcSourceTask, record_schemas
 from headwater.reference_connectors.jdbc_cdc.trigger import TriggerProvisioner
 from headwater.sdk import (
     ConfigDef,
@@ -77,6 +77,7 @@ class JdbcCdcSourceConnector(SourceConnector):
         self.cdc = CdcConfig.parse(config)
         self.engine = make_engine(self.cdc.url)  # before anything that can fail: a failed start still cleans up
         tables = discover(self.engine, self.cdc.include, self.cdc.exclude, internal=[self.cdc.audit_table])
+        record_schemas(self.cdc, tables)  # a column no record schema can hold fails before anything is provisioned
         if self.cdc.mode == LOG:
             from headwater.reference_connectors.jdbc_cdc.logical import LogProvisioner
 

@@ -72,7 +72,7 @@ class TriggerDialect(ABC):
 
     def text_columns(self, table: CapturedTable) -> list[str]:
         """The columns of ``table`` whose images hold their text: its decimals, in ``string`` mode."""
-        return [c for c in table.columns if c in table.decimals] if self.decimals == STRING else []
+        return [c for c in table.columns if c in table.decimals] if self.decimals != DOUBLE else []
 
     def parse(self, table: CapturedTable, value: Any) -> Mapping[str, Any] | None:
         """:func:`parse_image` of an image of ``table``; in ``double`` mode a decimal beyond a double's range (the

@@ -13,17 +13,23 @@ Value::
 
 Key: ``{primary key column: value}`` from the after image (the before image for a delete); ``None`` for a table
 without a primary key. Topic: ``<topic.prefix>.<schema>.<table>`` (``<topic.prefix>.<table>`` without a schema).
+
+With ``record.schemas=connect`` the records carry the key and envelope schemas of :mod:`.record_schemas`, and the
+images' and key's values are converted to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.reference_connectors.jdbc_cdc.json_rows import to_json
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.sdk import SourceOffset, SourcePartition, SourceRecord
+
+if TYPE_CHECKING:
+    from headwater.reference_connectors.jdbc_cdc.record_schemas import RecordSchemas
 
 CONNECTOR = "jdbc-cdc"
 OPERATIONS = frozenset({"c", "u", "d", "r"})
@@ -57,12 +63,14 @@ def change_key(change: Change) -> dict[str, Any] | None:
 
 
 class Envelope:
-    """Builds the records of one connector: its topic prefix, mode and database name go into every event."""
+    """Builds the records of one connector: its topic prefix, mode and database name go into every event; with
+    ``schemas`` (``record.schemas=connect``), typed values and their schemas."""
 
-    def __init__(self, prefix: str, mode: str, database: str | None) -> None:
+    def __init__(self, prefix: str, mode: str, database: str | None, schemas: RecordSchemas | None = None) -> None:
         self.prefix = prefix
         self.mode = mode
         self.database = database
+        self.schemas = schemas
         self._topics: dict[str, str] = {}
 
     def value(self, change: Change, now_ms: int) -> dict[str, Any]:
@@ -97,6 +105,8 @@ class Envelope:
 
     def record(self, change: Change, partition: SourcePartition, offset: SourceOffset, now_ms: int) -> SourceRecord:
         """The source record of ``change``; its timestamp is the database's change time when known."""
+        if self.schemas is not None:
+            return self._typed(change, partition, offset, now_ms)
         return SourceRecord(
             partition,
             offset,
@@ -104,6 +114,22 @@ class Envelope:
             self.value(change, now_ms),
             change_key(change),
             timestamp=change.ts_ms if change.ts_ms is not None else now_ms,
+        )
+
+    def _typed(self, change: Change, partition: SourcePartition, offset: SourceOffset, now_ms: int) -> SourceRecord:
+        assert self.schemas is not None
+        schemas = self.schemas.table(change.table)
+        value = self.value(change, now_ms)
+        value["before"], value["after"] = schemas.image(change.before), schemas.image(change.after)
+        return SourceRecord(
+            partition,
+            offset,
+            self.topic(change.table),
+            value,
+            schemas.key_of(change_key(change)),
+            timestamp=change.ts_ms if change.ts_ms is not None else now_ms,
+            key_schema=schemas.key,
+            value_schema=schemas.envelope,
         )
 
 

@@ -14,7 +14,7 @@ import struct
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring
 
-from headwater.reference_connectors.jdbc_cdc.config import STRING
+from headwater.reference_connectors.jdbc_cdc.config import DOUBLE, STRING
 from headwater.sdk import ConnectError
 
 _UNPACK_INT32 = struct.Struct(">i").unpack_from
@@ -117,7 +117,7 @@ def json_formatter(type_oid: int, decimals: str = STRING, column: str = "") -> F
     if type_oid == _BOOL:
         return json_bool
     if type_oid == _NUMERIC:
-        return json_decimal if decimals == STRING else json_double(column)
+        return json_double(column) if decimals == DOUBLE else json_decimal
     if type_oid in _FLOATS:
         return json_number
     if type_oid in _JSON_TYPES:

@@ -24,14 +24,16 @@ import select
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import psycopg2
 import psycopg2.extras
 from sqlalchemy import Connection, Engine
 
+from headwater.reference_connectors.jdbc_cdc.column_types import from_relation
 from headwater.reference_connectors.jdbc_cdc.columns import ChangeColumns, ColumnWriter
-from headwater.reference_connectors.jdbc_cdc.config import CdcConfig
+from headwater.reference_connectors.jdbc_cdc.config import CONNECT, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.envelope import Change, JsonEnvelope
 from headwater.reference_connectors.jdbc_cdc.pgoutput import (
     Begin,
@@ -149,7 +151,12 @@ class LogStream:
     ) -> None:
         self.cdc = cdc
         self.dialect = PostgresDialect(engine, cdc.audit_table, cdc.decimal_handling)
+        self.typed = cdc.record_schemas == CONNECT
+        if self.typed:
+            tables = self._catalog_types(engine, tables)
         self.tables = {t.qualified: t for t in tables}
+        self.versions: dict[int, tuple[Relation, CapturedTable]] = {}
+        """Per relation id, the table as its latest Relation message describes it (``record.schemas=connect``)."""
         self.decoder = Decoder(cdc.decimal_handling)
         self.writer: ColumnWriter | None = None
         self.snapshot: Snapshot | None = None
@@ -281,7 +288,7 @@ class LogStream:
             relation = message.relation
             table = self.tables.get(f"{relation.namespace}.{relation.name}")
             if table is not None:
-                self.transaction.append((message, table))
+                self.transaction.append((message, self._version(relation, table) if self.typed else table))
         elif isinstance(message, Begin):
             self.begin, self.transaction = message, []
         elif isinstance(message, Commit):
@@ -297,6 +304,33 @@ class LogStream:
             if found:
                 self.handed = found[-1][1]["lsn"]
             self.transaction, self.begin = [], None
+
+    def _catalog_types(self, engine: Engine, tables: Sequence[CapturedTable]) -> list[CapturedTable]:
+        """``tables`` with the column types pgoutput's Relation messages will give (the catalog's type OIDs and
+        modifiers, a domain's own OID included), so the snapshot's schemas are the stream's."""
+        found = []
+        with autocommit(engine) as connection:
+            for table in tables:
+                rows = connection.exec_driver_sql(
+                    "SELECT attname, atttypid::int, atttypmod FROM pg_attribute WHERE attrelid = %(table)s::regclass "
+                    "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                    {"table": self.dialect.table_ref(table)},
+                ).fetchall()
+                names = tuple(str(r[0]) for r in rows)
+                types = from_relation(names, [int(r[1]) for r in rows], [int(r[2]) for r in rows], table.primary_key)
+                found.append(replace(table, columns=names, types=types))
+        return found
+
+    def _version(self, relation: Relation, table: CapturedTable) -> CapturedTable:
+        """``table`` with the columns of ``relation``, the latest Relation message of its id (PostgreSQL sends a new
+        one before the first change after ``ALTER TABLE``)."""
+        found = self.versions.get(relation.relid)
+        if found is not None and found[0] is relation:
+            return found[1]
+        types = from_relation(relation.columns, relation.types, relation.typmods, table.primary_key)
+        version = replace(table, columns=relation.columns, types=types)
+        self.versions[relation.relid] = (relation, version)
+        return version
 
     def _read_snapshot(self, limit: int) -> list[tuple[Change, Offset]]:
         assert self.snapshot is not None

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.reference_connectors.jdbc_cdc.config import STRING
+from headwater.reference_connectors.jdbc_cdc.config import DOUBLE, STRING
 from headwater.reference_connectors.jdbc_cdc.json_rows import beyond_double
 
 POSTGRES_EPOCH_MS = 946_684_800_000
@@ -66,6 +66,9 @@ class Relation:
     """Which columns are in the replica identity (the old image of ``K`` changes holds only those)."""
     decimals: str = STRING
     """How numeric values are written: the ``decimal.handling.mode`` of the decoder."""
+    typmods: tuple[int, ...] = ()
+    """Per column, its type modifier (``atttypmod``: a numeric's precision and scale, a time's fractional digits;
+    -1 for none)."""
 
     @functools.cached_property
     def converters(self) -> tuple[Callable[[str], Any], ...]:
@@ -194,13 +197,15 @@ class Decoder:
         if tag == _RELATION:
             relid, namespace, name = reader.int32(), reader.string(), reader.string()
             reader.byte()  # replica identity setting
-            columns, types, keys = [], [], []
+            columns, types, keys, typmods = [], [], [], []
             for _ in range(reader.int16()):
                 keys.append(reader.byte() == "\x01")
                 columns.append(reader.string())
                 types.append(reader.int32())
-                reader.int32()  # type modifier
-            relation = Relation(relid, namespace, name, tuple(columns), tuple(types), tuple(keys), self.decimals)
+                typmods.append(reader.int32())
+            relation = Relation(
+                relid, namespace, name, tuple(columns), tuple(types), tuple(keys), self.decimals, tuple(typmods)
+            )
             self.relations[relid] = relation
             return relation
         return None
@@ -248,7 +253,7 @@ def converter(type_oid: int, decimals: str = STRING, column: str = "") -> Callab
     if type_oid == _BOOL:
         return _bool
     if type_oid == _NUMERIC:
-        return str if decimals == STRING else _double(column)
+        return _double(column) if decimals == DOUBLE else str
     if type_oid in _FLOATS:
         return _number
     if type_oid in _JSON:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, Inspector, inspect
 from sqlalchemy.types import Float, Numeric
 
+from headwater.reference_connectors.jdbc_cdc.column_types import ColumnType, from_inspector
 from headwater.sdk import ConnectError
 
 SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "mysql", "performance_schema", "sys"})
@@ -17,14 +18,16 @@ SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "mys
 
 @dataclass(frozen=True)
 class CapturedTable:
-    """A captured table: where it is, its columns in order, its primary key columns (maybe none), and its
-    NUMERIC/DECIMAL columns (``decimal.handling.mode`` says how their values are written)."""
+    """A captured table: where it is, its columns in order, its primary key columns (maybe none), its
+    NUMERIC/DECIMAL columns (``decimal.handling.mode`` says how their values are written), and its columns' types
+    as record schemas see them (``record.schemas=connect``; one object per version of the table)."""
 
     schema: str | None
     name: str
     columns: tuple[str, ...]
     primary_key: tuple[str, ...]
     decimals: frozenset[str] = frozenset()
+    types: tuple[ColumnType, ...] = field(default=(), compare=False, repr=False)
 
     @functools.cached_property
     def qualified(self) -> str:
@@ -71,12 +74,8 @@ def discover(
         for name in inspector.get_table_names(schema=schema):
             if name in skipped or name.startswith("sqlite_"):
                 continue
-            described = inspector.get_columns(name, schema=schema)
-            columns = tuple(str(c["name"]) for c in described)
-            decimals = frozenset(str(c["name"]) for c in described if is_decimal(c["type"]))
-            key = tuple(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or ())
             display_schema = None if engine.dialect.name == "sqlite" else schema
-            found.append(CapturedTable(display_schema, name, columns, key, decimals))
+            found.append(_described(engine, inspector, display_schema, schema, name))
     for pattern in include:
         if not any(table.matches([pattern]) for table in found):
             names = ", ".join(t.qualified for t in found) or "none"
@@ -85,3 +84,22 @@ def discover(
     if not chosen:
         raise ConnectError("no table to capture: the include and exclude lists leave none")
     return sorted(chosen, key=lambda t: t.qualified)
+
+
+def _described(
+    engine: Engine, inspector: Inspector, display_schema: str | None, schema: str | None, name: str
+) -> CapturedTable:
+    described = inspector.get_columns(name, schema=schema)
+    columns = tuple(str(c["name"]) for c in described)
+    decimals = frozenset(str(c["name"]) for c in described if is_decimal(c["type"]))
+    key = tuple(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or ())
+    types = from_inspector(described, key, engine.dialect.name)
+    return CapturedTable(display_schema, name, columns, key, decimals, types)
+
+
+def inspect_again(engine: Engine, table: CapturedTable) -> CapturedTable:
+    """``table`` as the database describes it now (a new inspector: SQLAlchemy's caches what it read); its primary
+    key stays the one captured."""
+    schema = table.schema if engine.dialect.name != "sqlite" else None
+    fresh = _described(engine, inspect(engine), table.schema, schema, table.name)
+    return replace(fresh, primary_key=table.primary_key)

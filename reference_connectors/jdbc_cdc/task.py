@@ -11,28 +11,19 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from headwater.reference_connectors.jdbc_cdc.config import LOG, CdcConfig
+from headwater.reference_connectors.jdbc_cdc.config import BYTES_CONVERTERS, CONNECT, LOG, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.database import database_name, make_engine
 from headwater.reference_connectors.jdbc_cdc.envelope import CONNECTOR, Change, Envelope, JsonEnvelope
 from headwater.reference_connectors.jdbc_cdc.json_rows import to_json
-from headwater.reference_connectors.jdbc_cdc.tables import discover
+from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable, discover
 from headwater.reference_connectors.jdbc_cdc.trigger import TriggerStream
 from headwater.sdk import SourceBatch, SourceOffset, SourcePartition, SourceRecord, SourceTask, hookimpl
 
 if TYPE_CHECKING:
     from headwater.reference_connectors.jdbc_cdc.logical import LogStream
+    from headwater.reference_connectors.jdbc_cdc.record_schemas import RecordSchemas
 
 log = logging.getLogger(__name__)
-
-BYTES_CONVERTERS = frozenset(
-    {
-        "bytes",
-        "org.apache.kafka.connect.converters.ByteArrayConverter",
-        "headwater.runtime.converters.ByteArrayConverter",
-    }
-)
-"""``key.converter``/``value.converter`` names of the pass-through converter: with both in the connector's config,
-the task writes keys and values as JSON bytes itself."""
 
 
 class ChangeStream(Protocol):
@@ -65,6 +56,18 @@ def writes_bytes(config: Mapping[str, Any]) -> bool:
     return config.get("key.converter") in BYTES_CONVERTERS and config.get("value.converter") in BYTES_CONVERTERS
 
 
+def record_schemas(cdc: CdcConfig, tables: Sequence[CapturedTable]) -> RecordSchemas | None:
+    """The record schemas of ``tables`` with ``record.schemas=connect`` (``None`` otherwise); raises
+    :class:`~headwater.sdk.ConnectError` for a column no schema can hold."""
+    if cdc.record_schemas != CONNECT:
+        return None
+    from headwater.reference_connectors.jdbc_cdc.record_schemas import RecordSchemas
+
+    schemas = RecordSchemas(cdc.topic_prefix, cdc.decimal_handling, cdc.time_precision)
+    schemas.check(tables)
+    return schemas
+
+
 class JdbcCdcSourceTask(SourceTask):
     stream: ChangeStream | None = None
     log: LogStream | None = None
@@ -76,7 +79,8 @@ class JdbcCdcSourceTask(SourceTask):
         self.engine = make_engine(self.cdc.url)
         tables = discover(self.engine, self.cdc.include, self.cdc.exclude, internal=[self.cdc.audit_table])
         stored = self.context.offset_storage_reader.offset(self.partition)
-        self.envelope = Envelope(self.cdc.topic_prefix, self.cdc.mode, database_name(self.engine))
+        self.schemas = record_schemas(self.cdc, tables)
+        self.envelope = Envelope(self.cdc.topic_prefix, self.cdc.mode, database_name(self.engine), self.schemas)
         self.json = JsonEnvelope(self.envelope) if writes_bytes(config) else None
         self.batches: deque[SourceBatch] = deque()
         if self.cdc.mode == LOG:
@@ -86,7 +90,14 @@ class JdbcCdcSourceTask(SourceTask):
         else:
             cdc = self.cdc
             self.stream = TriggerStream(
-                self.engine, cdc.audit_table, tables, stored, cdc.snapshot, cdc.name, cdc.decimal_handling
+                self.engine,
+                cdc.audit_table,
+                tables,
+                stored,
+                cdc.snapshot,
+                cdc.name,
+                cdc.decimal_handling,
+                typed=self.schemas is not None,
             )
         self.purged = 0
         self.transactions = getattr(self.context, "transaction_context", None) if self.cdc.mode == LOG else None
@@ -143,6 +154,10 @@ class JdbcCdcSourceTask(SourceTask):
         value = {**key, **offset, "ts_ms": self.context.clock.now_ms()}
         if self.json is not None:
             return [SourceRecord(self.partition, offset, topic, to_json(value), to_json(key))]
+        if self.schemas is not None:
+            typed = SourceRecord(self.partition, offset, topic, value, key)
+            typed.key_schema, typed.value_schema = self.schemas.heartbeat(offset)
+            return [typed]
         return [SourceRecord(self.partition, offset, topic, value, key)]
 
     @hookimpl

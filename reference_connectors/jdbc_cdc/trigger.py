@@ -21,7 +21,7 @@ from headwater.reference_connectors.jdbc_cdc.config import STRING
 from headwater.reference_connectors.jdbc_cdc.dialect import TriggerDialect
 from headwater.reference_connectors.jdbc_cdc.envelope import Change
 from headwater.reference_connectors.jdbc_cdc.snapshot import Snapshot
-from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
+from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable, inspect_again
 from headwater.reference_connectors.jdbc_cdc.watermark import Watermark
 from headwater.sdk import ConnectError, SourceOffset
 
@@ -97,7 +97,9 @@ class TriggerProvisioner:
 
 class TriggerStream:
     """Reads changes for one task: the snapshot first when there is no complete stored offset (and snapshots are
-    on), then the audit table; ``decimals`` is the ``decimal.handling.mode``."""
+    on), then the audit table; ``decimals`` is the ``decimal.handling.mode``. ``typed`` (``record.schemas=connect``)
+    on PostgreSQL: an image whose columns are not the table's (``to_jsonb`` follows ``ALTER TABLE`` at once) makes
+    the stream inspect the table again, so the changes carry its new version."""
 
     def __init__(
         self,
@@ -108,9 +110,14 @@ class TriggerStream:
         snapshot: bool,
         name: str,
         decimals: str = STRING,
+        typed: bool = False,
     ) -> None:
         self.dialect: TriggerDialect = trigger_dialect(engine, audit, decimals)
+        self.engine = engine
         self.tables = {t.qualified: t for t in tables}
+        self.follows_columns = typed and engine.dialect.name == "postgresql"
+        self.checked: dict[str, set[frozenset[str]]] = {}
+        """Per table, the image column sets it was inspected again for."""
         self.connection = autocommit(engine)
         self.snapshot: Snapshot | None = None
         self.skipped = 0
@@ -158,11 +165,28 @@ class TriggerStream:
                 self.skipped += 1
                 continue
             before, after = dialect.parse(table, before_image), dialect.parse(table, after_image)
+            if self.follows_columns:
+                table = self._version(table, after if after is not None else before)
             change = Change(table, op, before, after, ts_ms, change_id=change_id, txid=txid)
             found.append((change, {"change_id": int(change_id)}))
         if found:
             self.handed = found[-1][1]["change_id"]
         return found
+
+    def _version(self, table: CapturedTable, image: Mapping[str, Any] | None) -> CapturedTable:
+        """``table`` as the database describes it now when ``image`` holds other columns than it (once per set of
+        columns seen)."""
+        if image is None or (len(image) == len(table.columns) and all(c in image for c in table.columns)):
+            return table
+        columns = frozenset(image)
+        checked = self.checked.setdefault(table.qualified, set())
+        if columns in checked:
+            return table
+        checked.add(columns)
+        fresh = inspect_again(self.engine, table)
+        log.info("%s: columns changed to %s; following them", table.qualified, ", ".join(fresh.columns))
+        self.tables[table.qualified] = fresh
+        return fresh
 
     def _read_snapshot(self, limit: int) -> list[tuple[Change, dict[str, Any]]]:
         assert self.snapshot is not None

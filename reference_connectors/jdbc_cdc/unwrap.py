@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from headwater.sdk import ConfigDef, ConfigError, ConnectError, Importance, SourceRecord, Transformation, Type, one_of
+from headwater.sdk.schemas import STRING, Schema, optional
 
 DELETE_MODES = ("drop", "rewrite", "none")
 ENVELOPE_FIELDS = ("op", "ts_ms")
@@ -63,14 +64,16 @@ CONFIG = (
 
 class JdbcCdcUnwrap(Transformation[SourceRecord]):
     """Turns a JDBC-CDC change event into the row it carries: the ``after`` image of an insert, update or snapshot
-    read; a delete as ``delete.handling.mode`` says. The key (the primary key) and topic stay. A value given as
-    JSON bytes (the connector's ``bytes`` converters) is unwrapped into JSON bytes."""
+    read; a delete as ``delete.handling.mode`` says. The key (the primary key), its schema and the topic stay. A
+    value given as JSON bytes (the connector's ``bytes`` converters) is unwrapped into JSON bytes; a value with a
+    schema (``record.schemas=connect``) gets the row's schema, with the added fields (optional)."""
 
     def __init__(self) -> None:
         self.delete_mode = "drop"
         self.drop_tombstones = True
         self.fields: list[str] = []
         self.prefix = "__"
+        self._schemas: dict[int, tuple[Any, Schema]] = {}
 
     def config_def(self) -> ConfigDef:
         return CONFIG
@@ -80,6 +83,7 @@ class JdbcCdcUnwrap(Transformation[SourceRecord]):
         self.drop_tombstones = config["drop.tombstones"]
         self.fields = list(config["add.fields"] or [])
         self.prefix = config["add.fields.prefix"]
+        self._schemas = {}
 
     def apply(self, record: SourceRecord) -> SourceRecord | None:
         value = record.value
@@ -90,11 +94,37 @@ class JdbcCdcUnwrap(Transformation[SourceRecord]):
         if not (isinstance(envelope, Mapping) and envelope.get("op") in ("c", "u", "d", "r")):
             raise ConnectError(f"Not a JDBC-CDC change event (no op of c, u, d or r) on topic {record.topic}")
         row = self._row(envelope)
-        if row is None:
-            return None if self.delete_mode == "drop" else replace(record, value=None)
+        if row is None:  # a tombstone has no value schema (as Debezium's), so the JSON converter writes null
+            return None if self.delete_mode == "drop" else replace(record, value=None, value_schema=None)
         if encoded:
             return replace(record, value=json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode())
-        return replace(record, value=row)
+        return replace(record, value=row, value_schema=self._schema(record.value_schema))
+
+    def _schema(self, envelope: Any) -> Schema | None:
+        """The row's schema of an envelope's schema (the ``after`` field's struct, with the added fields), made once
+        per envelope schema; ``None`` for a record without one."""
+        if envelope is None:
+            return None
+        if not isinstance(envelope, Mapping):
+            raise ConnectError(f"A JDBC-CDC change event's schema must be a Kafka Connect schema, not {envelope!r}")
+        found = self._schemas.get(id(envelope))
+        if found is not None and found[0] is envelope:
+            return found[1]
+        fields = {f.get("field"): f for f in (envelope.get("fields") or ()) if isinstance(f, Mapping)}
+        after, source = fields.get("after"), fields.get("source")
+        if after is None or after.get("type") != "struct" or source is None:
+            raise ConnectError(f"Not a JDBC-CDC envelope schema (no after and source structs): {envelope.get('name')}")
+        row = {key: value for key, value in after.items() if key != "field"}
+        added = [dict(f) for f in row.get("fields", ())]
+        source_fields = {f["field"]: f for f in source.get("fields", ())}
+        for name in self.fields:
+            schema = fields[name] if name in ENVELOPE_FIELDS else source_fields[name.removeprefix("source.")]
+            added.append({**optional(schema), "field": self.prefix + name.replace(".", "_")})
+        if self.delete_mode == "rewrite":
+            added.append({**optional(STRING), "field": f"{self.prefix}deleted"})
+        made = {**row, "fields": added}
+        self._schemas[id(envelope)] = (envelope, made)
+        return made
 
     def _row(self, envelope: Mapping[str, Any]) -> dict[str, Any] | None:
         """The plain row, or ``None`` for a delete that is not rewritten."""

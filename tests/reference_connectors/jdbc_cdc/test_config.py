@@ -27,7 +27,11 @@ def test_defaults_derive_names_from_the_connector() -> None:
         ("table.include.list", "orders,(", "not a regular expression"),
         ("audit.table.name", "Audit-Table", "lower-case"),
         ("snapshot.mode", "always", "snapshot.mode"),
-        ("decimal.handling.mode", "precise", "decimal.handling.mode: String must be one of: string, double"),
+        ("decimal.handling.mode", "exact", "decimal.handling.mode: String must be one of: string, double, precise"),
+        ("decimal.handling.mode", "precise", "decimal.handling.mode: precise needs record.schemas=connect"),
+        ("record.schemas", "avro", "record.schemas: String must be one of: none, connect"),
+        ("time.precision.mode", "connect", "time.precision.mode applies to record schemas only"),
+        ("time.precision.mode", "adaptive_time_microseconds", "String must be one of: adaptive, connect"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(key: str, value: str, reason: str) -> None:
@@ -56,3 +60,26 @@ def test_the_envelope_keys_by_primary_key_and_names_the_topic_by_table() -> None
     }
     keyless = CapturedTable(None, "log", ("line",), ())
     assert Envelope("p", "trigger", None).record(Change(keyless, "c", None, {"line": 1}, None), None, {}, 5).key is None
+
+
+def test_record_schemas_are_off_by_default_and_switch_on_the_typed_modes() -> None:
+    config = CdcConfig.parse(URL)
+    assert (config.record_schemas, config.time_precision) == ("none", "adaptive")
+    typed = {**URL, "record.schemas": "connect", "time.precision.mode": "connect", "decimal.handling.mode": "precise"}
+    parsed = CdcConfig.parse(typed)
+    assert (parsed.record_schemas, parsed.time_precision, parsed.decimal_handling) == ("connect", "connect", "precise")
+
+
+@pytest.mark.parametrize(
+    "converters",
+    [
+        {"key.converter": "bytes", "value.converter": "bytes"},
+        {"value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"},
+        {"key.converter": "bytes", "value.converter": "avro"},
+    ],
+)
+def test_record_schemas_are_refused_with_the_bytes_converters_naming_both_keys(converters: dict[str, str]) -> None:
+    with pytest.raises(ConfigError, match=r"record\.schemas.*bytes converters \(.*converter=") as refused:
+        CdcConfig.parse({**URL, "record.schemas": "connect", **converters})
+    for key, value in converters.items():
+        assert f"{key}={value}" in str(refused.value)

@@ -5,9 +5,11 @@ numbers)."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
+from headwater.reference_connectors.jdbc_cdc.column_types import from_relation
 from headwater.reference_connectors.jdbc_cdc.pgoutput import (
     POSTGRES_EPOCH_MS,
     Begin,
@@ -27,11 +29,12 @@ def string(text: str) -> bytes:
     return text.encode() + b"\0"
 
 
-def relation_message(relid: int = 7) -> bytes:
+def relation_message(relid: int = 7, typmods: dict[str, int] | None = None, columns: list[Any] = COLUMNS) -> bytes:
     body = struct.pack(">ci", b"R", relid) + string("public") + string("orders") + b"d"
-    body += struct.pack(">h", len(COLUMNS))
-    for name, type_oid, key in COLUMNS:
-        body += bytes([1 if key else 0]) + string(name) + struct.pack(">ii", type_oid, -1)
+    body += struct.pack(">h", len(columns))
+    for name, type_oid, key in columns:
+        typmod = (typmods or {}).get(name, -1)
+        body += bytes([1 if key else 0]) + string(name) + struct.pack(">ii", type_oid, typmod)
     return body
 
 
@@ -120,3 +123,24 @@ def test_with_double_handling_a_numeric_beyond_a_double_fails_naming_table_and_c
     integral = b"1" + b"0" * 400  # no fraction: an int, exact, as before
     change = decoder("double").decode(struct.pack(">ci", b"I", 7) + b"N" + tuple_data(b"3", integral, *ROW[2:]))
     assert isinstance(change, RowChange) and change.new is not None and change.new["price"] == 10**400
+
+
+def test_a_relation_keeps_its_type_modifiers_and_a_new_one_replaces_it() -> None:
+    """``numeric(10,2)``'s modifier is ``(10 << 16 | 2) + 4``; ``timestamptz(3)``'s is 3 (as PostgreSQL sends them)."""
+    decoder = Decoder()
+    first = decoder.decode(relation_message(typmods={"price": (10 << 16 | 2) + 4, "at": 3}))
+    assert isinstance(first, Relation) and first.typmods == (-1, (10 << 16 | 2) + 4, -1, 3, -1)
+    types = {
+        c.name: (c.kind, c.precision, c.scale, c.fsp, c.optional)
+        for c in from_relation(first.columns, first.types, first.typmods, ["id"])
+    }
+    assert types == {
+        "id": ("int32", None, None, None, False),
+        "price": ("decimal", 10, 2, None, True),
+        "paid": ("bool", None, None, None, True),
+        "at": ("timestamptz", None, None, 3, True),
+        "doc": ("json", None, None, None, True),
+    }
+    second = decoder.decode(relation_message(columns=[*COLUMNS, ("note", 25, False)]))
+    assert isinstance(second, Relation) and second.columns[-1] == "note" and second.typmods[1] == -1
+    assert decoder.relations[7] is second

@@ -5,6 +5,7 @@ offset is still committed."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -124,3 +125,55 @@ def test_a_record_that_is_not_a_change_event_fails_at_stage_transformation() -> 
         {"transforms": "u", "transforms.u.type": "jdbc-cdc-unwrap", "transforms.u.drop.tombstones": "false"}
     )
     assert kept.apply(tombstone) is tombstone
+
+
+JSON_SCHEMAS = {
+    "record.schemas": "connect",
+    "key.converter": "json",
+    "key.converter.schemas.enable": "true",
+    "value.converter": "json",
+    "value.converter.schemas.enable": "true",
+}
+
+
+def test_with_record_schemas_a_row_carries_the_row_schema_and_the_added_fields(
+    make_simulated_worker: Make, sqlite_database: ScratchDatabase, prefix: str
+) -> None:
+    settings = {"delete_handling_mode": "rewrite", "add_fields": "op,source.ts_ms"}
+    config = {**unwrapping(sqlite_database, prefix, **settings), **JSON_SCHEMAS}
+    worker = changes(make_simulated_worker, sqlite_database, config)
+    values = worker.values(f"{prefix}.orders")
+    schema = values[0]["schema"]
+    assert all(value["schema"] == schema for value in values)
+    assert schema["name"] == f"{prefix.replace('-', '_')}.orders.Value"
+    assert [(f["field"], f["type"], f["optional"]) for f in schema["fields"]] == [
+        ("id", "int64", False),
+        ("item", "string", True),
+        ("qty", "int64", True),
+        ("__op", "string", True),
+        ("__source_ts_ms", "int64", True),
+        ("__deleted", "string", True),
+    ]
+    assert values[-1]["payload"] == row(
+        2, "pear", 1, __op="d", __source_ts_ms=values[-1]["payload"]["__source_ts_ms"], __deleted="true"
+    )
+    keys = [json.loads(m.key) for m in worker.messages(f"{prefix}.orders")]
+    assert {key["schema"]["name"] for key in keys} == {f"{prefix.replace('-', '_')}.orders.Key"}
+
+
+def test_with_record_schemas_a_tombstone_keeps_its_key_schema(
+    make_simulated_worker: Make, sqlite_database: ScratchDatabase, prefix: str
+) -> None:
+    config = {**unwrapping(sqlite_database, prefix, delete_handling_mode="none"), **JSON_SCHEMAS}
+    worker = changes(make_simulated_worker, sqlite_database, config)
+    last = worker.messages(f"{prefix}.orders")[-1]
+    assert last.value is None
+    assert last.key is not None and json.loads(last.key) == {
+        "schema": {
+            "type": "struct",
+            "optional": False,
+            "name": f"{prefix.replace('-', '_')}.orders.Key",
+            "fields": [{"type": "int64", "optional": False, "field": "id"}],
+        },
+        "payload": {"id": 2},
+    }
