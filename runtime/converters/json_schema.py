@@ -25,15 +25,12 @@ from headwater.runtime.converters import avro_data
 from headwater.runtime.converters.base import own_settings
 from headwater.runtime.converters.json_schema_data import (
     SchemaError,
-    dumps,
-    loads,
     record_name,
     schema_text,
     to_connect,
-    to_connect_value,
     to_json_schema,
-    to_json_value,
 )
+from headwater.runtime.converters.json_schema_values import dumps, loads, to_connect_value, to_json_value
 from headwater.runtime.converters.registry import (
     RegistrySettings,
     asking,
