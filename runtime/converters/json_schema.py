@@ -311,4 +311,6 @@ def _validate(validator: Any, payload: Any, what: str) -> None:
 
     error = best_match(validator.iter_errors(payload))
     if error is not None:
-        raise ConnectError(f"{what} does not match its JSON Schema at {error.json_path}: {error.message}")
+        branches = "; ".join(sorted({branch.message for branch in error.context or ()}))
+        detail = f"{error.message} ({branches})" if branches else error.message
+        raise ConnectError(f"{what} does not match its JSON Schema at {error.json_path}: {detail}")

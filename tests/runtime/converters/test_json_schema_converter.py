@@ -355,12 +355,14 @@ def test_bytes_in_another_framing_or_not_json_are_refused(schema_registry_url: s
         ({"id": 1, "at": "noon"}, r"at \$\.at: Time wants a date, time or datetime"),
         ({"id": None, "at": None}, r"at \$\.id: null, but its schema is not optional"),
         ({"id": 1, "at": None, "other": 2}, r"at \$: fields its schema does not name: other"),
+        ({"id": 1, "at": None, "name": 5}, r"its JSON Schema at \$\.name: .*5 is not of type 'string'"),
+        ({"id": 1, "at": None, "flag": "yes"}, r"its JSON Schema at \$\.flag: .*'yes' is not of type 'boolean'"),
     ],
 )
 def test_a_value_that_does_not_match_its_schema_is_refused_naming_the_field(
     schema_registry_url: str, unique_name: str, value: dict[str, Any], match: str
 ) -> None:
-    schema = struct("a.C", id=INT64, at=optional(TIME))
+    schema = struct("a.C", id=INT64, at=optional(TIME), name=optional(STRING), flag=optional(BOOLEAN, False))
     with pytest.raises(ConnectError, match=f"the value for topic '{unique_name}'.*{match}"):
         converter(schema_registry_url).from_connect(unique_name, schema, value)
 
