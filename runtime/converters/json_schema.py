@@ -262,6 +262,8 @@ class JsonSchemaConverter:
             parsed = loads(bytes(memoryview(data)[5:]))
         except (ValueError, UnicodeDecodeError) as error:
             raise ConnectError(f"{what} is not JSON text: {error}") from None
+        if parsed is None:
+            return None, None  # a JSON null reads as no value, as JsonSchemaConverter's SchemaAndValue.NULL
         if reader.validator is not None:
             _validate(reader.validator, parsed, what)
         try:

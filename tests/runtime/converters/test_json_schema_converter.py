@@ -396,6 +396,7 @@ def test_a_value_of_the_wrong_type_is_refused_on_read_even_without_validation(
     assert data is not None
     with pytest.raises(ConnectError, match=r"does not match its schema at \$\.id: an integer wanted, got 'x'"):
         ours.to_connect(unique_name, data[:5] + b'{"id":"x"}')
+    assert ours.to_connect_data(unique_name, data[:5] + b"null") == (None, None)  # as Java's SchemaAndValue.NULL
     with pytest.raises(ConnectError, match=r"at \$\.id: null or missing"):
         ours.to_connect(unique_name, data[:5] + b"{}")
 
