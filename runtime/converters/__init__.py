@@ -15,6 +15,7 @@ from headwater.runtime.converters.builtin import (
     passes_bytes_through,
     sends_header_bytes_through,
 )
+from headwater.runtime.converters.json_schema import JsonSchemaConverter
 from headwater.runtime.converters.loading import (
     BUILTIN_CONVERTERS,
     BUILTIN_HEADER_CAPABLE,
@@ -33,6 +34,7 @@ __all__ = [
     "Converter",
     "HeaderConverter",
     "JsonConverter",
+    "JsonSchemaConverter",
     "SchemaConverter",
     "SimpleHeaderConverter",
     "StringConverter",

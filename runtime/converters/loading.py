@@ -17,6 +17,7 @@ from headwater.runtime.converters.builtin import (
     StringConverter,
     _ConverterHeaders,
 )
+from headwater.runtime.converters.json_schema import JsonSchemaConverter
 from headwater.runtime.plugins import refuse_unless_allowed
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConfigError
@@ -30,6 +31,8 @@ _CONVERTERS: dict[str, type] = {
     "org.apache.kafka.connect.json.JsonConverter": JsonConverter,
     "avro": AvroConverter,
     "io.confluent.connect.avro.AvroConverter": AvroConverter,
+    "jsonschema": JsonSchemaConverter,
+    "io.confluent.connect.json.JsonSchemaConverter": JsonSchemaConverter,
 }
 _HEADER_CONVERTERS: dict[str, type] = {
     "simple": SimpleHeaderConverter,
@@ -38,12 +41,12 @@ _HEADER_CONVERTERS: dict[str, type] = {
 BUILTIN_CONVERTERS: Mapping[str, type] = _CONVERTERS
 """Each built-in converter by its short name and Kafka Connect's (or Confluent's) class name for it."""
 BUILTIN_HEADER_CAPABLE: Mapping[str, type] = {
-    name: cls for name, cls in _CONVERTERS.items() if cls is not AvroConverter
+    name: cls for name, cls in _CONVERTERS.items() if cls is not AvroConverter if cls is not JsonSchemaConverter
 } | _HEADER_CONVERTERS
-"""Every built-in that converts header values: the header-only ones and the key/value converters but Avro."""
+"""Every built-in that converts header values: the header-only ones and the key/value converters but the Schema
+Registry ones."""
 NOT_YET = {
     "io.confluent.connect.protobuf.ProtobufConverter": "Protobuf",
-    "io.confluent.connect.json.JsonSchemaConverter": "JSON Schema",
 }
 """Confluent's Schema Registry converters Headwater does not have yet, refused by name."""
 _HINT = (
