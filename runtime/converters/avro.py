@@ -37,7 +37,7 @@ from headwater.runtime.converters.registry import (
     unframe,
 )
 from headwater.sdk.config import ConfigDef
-from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.errors import ConnectError
 from headwater.sdk.schemas import AvroSchema, Schema
 
 _CACHE_SIZE = 1000
@@ -76,15 +76,7 @@ class AvroConverter:
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         self.is_key = is_key
         self.settings = RegistrySettings.of(self.CONFIG, config, is_key)
-        try:
-            import fastavro  # noqa: F401
-        except ImportError as error:
-            raise ConfigError(
-                "schema.registry.url",
-                ",".join(self.settings.urls),
-                f"The Avro converter needs the avro extra: pip install 'headwater[avro]' ({error})",
-            ) from None
-        self._client = make_client(self.settings)
+        self._client = make_client(self.settings, "Avro", "avro", "fastavro")
 
     def close(self) -> None:
         """Close the registry client's connections."""

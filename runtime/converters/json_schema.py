@@ -147,16 +147,7 @@ class JsonSchemaConverter:
         self.additional_properties = bool(own[ADDITIONAL_PROPERTIES])
         self.optional_for_nonrequired = bool(own[OPTIONAL_FOR_NONREQUIRED])
         self.validate_reads = bool(own[FAIL_INVALID_SCHEMA])
-        try:
-            import confluent_kafka.schema_registry  # noqa: F401
-            import jsonschema  # noqa: F401
-        except ImportError as error:
-            raise ConfigError(
-                "schema.registry.url",
-                ",".join(self.settings.urls),
-                f"The JSON Schema converter needs the jsonschema extra: pip install 'headwater[jsonschema]' ({error})",
-            ) from None
-        self._client = make_client(self.settings)
+        self._client = make_client(self.settings, "JSON Schema", "jsonschema", "jsonschema")
 
     def close(self) -> None:
         """Close the registry client's connections."""

@@ -9,6 +9,7 @@ Confluent's REST API serves it.
 
 from __future__ import annotations
 
+import importlib
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -214,17 +215,20 @@ class RegistrySettings:
         return record_name if self.strategy == "record" else f"{topic}-{record_name}"
 
 
-def make_client(settings: RegistrySettings) -> Any:
-    """confluent-kafka's registry client for ``settings``; :class:`ConfigError` naming the extra when it is not
-    installed."""
+def make_client(settings: RegistrySettings, converter: str, extra: str, *modules: str) -> Any:
+    """confluent-kafka's registry client for ``settings``, once the ``modules`` the ``converter`` needs beside it
+    import; :class:`ConfigError` naming the ``extra`` that installs them when one does not."""
     try:
-        from confluent_kafka.schema_registry import SchemaRegistryClient
+        for module in ("confluent_kafka.schema_registry", *modules):
+            importlib.import_module(module)
     except ImportError as error:
         raise ConfigError(
             URL,
             ",".join(settings.urls),
-            f"The Schema Registry converters need the avro extra: pip install 'headwater[avro]' ({error})",
+            f"The {converter} converter needs the {extra} extra: pip install 'headwater[{extra}]' ({error})",
         ) from None
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
     try:
         return SchemaRegistryClient(settings.client_config)
     except (ValueError, TypeError, OSError) as error:
