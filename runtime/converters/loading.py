@@ -17,6 +17,7 @@ from headwater.runtime.converters.builtin import (
     StringConverter,
     _ConverterHeaders,
 )
+from headwater.runtime.converters.protobuf import ProtobufConverter
 from headwater.runtime.plugins import refuse_unless_allowed
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConfigError
@@ -30,6 +31,8 @@ _CONVERTERS: dict[str, type] = {
     "org.apache.kafka.connect.json.JsonConverter": JsonConverter,
     "avro": AvroConverter,
     "io.confluent.connect.avro.AvroConverter": AvroConverter,
+    "protobuf": ProtobufConverter,
+    "io.confluent.connect.protobuf.ProtobufConverter": ProtobufConverter,
 }
 _HEADER_CONVERTERS: dict[str, type] = {
     "simple": SimpleHeaderConverter,
@@ -38,21 +41,21 @@ _HEADER_CONVERTERS: dict[str, type] = {
 BUILTIN_CONVERTERS: Mapping[str, type] = _CONVERTERS
 """Each built-in converter by its short name and Kafka Connect's (or Confluent's) class name for it."""
 BUILTIN_HEADER_CAPABLE: Mapping[str, type] = {
-    name: cls for name, cls in _CONVERTERS.items() if cls is not AvroConverter
+    name: cls for name, cls in _CONVERTERS.items() if cls not in (AvroConverter, ProtobufConverter)
 } | _HEADER_CONVERTERS
-"""Every built-in that converts header values: the header-only ones and the key/value converters but Avro."""
+"""Every built-in that converts header values: the header-only ones and the key/value converters but the Schema
+Registry ones (Avro, Protobuf)."""
 NOT_YET = {
-    "io.confluent.connect.protobuf.ProtobufConverter": "Protobuf",
     "io.confluent.connect.json.JsonSchemaConverter": "JSON Schema",
 }
 """Confluent's Schema Registry converters Headwater does not have yet, refused by name."""
 _HINT = (
-    "use bytes, string, json, avro, a Kafka or Confluent converter class name or a Python import path "
+    "use bytes, string, json, avro, protobuf, a Kafka or Confluent converter class name or a Python import path "
     "(package.module:Class)"
 )
 
 
-_BUILT_IN = "the built-in converters (bytes, string, json, avro, simple and the Java class names for them)"
+_BUILT_IN = "the built-in converters (bytes, string, json, avro, protobuf, simple and the Java class names for them)"
 
 
 def _load_class(spec: str, key: str, builtin: Mapping[str, type], allowed_modules: Sequence[str] | None = None) -> type:
@@ -65,7 +68,8 @@ def _load_class(spec: str, key: str, builtin: Mapping[str, type], allowed_module
             key,
             spec,
             f"Confluent's {NOT_YET[name]} converter has no Headwater equivalent yet; Headwater's Schema Registry "
-            "converter is io.confluent.connect.avro.AvroConverter (avro)",
+            "converters are io.confluent.connect.avro.AvroConverter (avro) and "
+            "io.confluent.connect.protobuf.ProtobufConverter (protobuf)",
         )
     if cls is None:
         module_name, _, attr = name.partition(":") if ":" in name else name.rpartition(".")

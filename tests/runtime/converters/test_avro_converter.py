@@ -295,9 +295,7 @@ def test_the_avro_converter_is_a_key_and_value_converter_only() -> None:
     assert (name, "header_converter") not in listed
 
 
-@pytest.mark.parametrize(
-    "name", ["io.confluent.connect.protobuf.ProtobufConverter", "io.confluent.connect.json.JsonSchemaConverter"]
-)
+@pytest.mark.parametrize("name", ["io.confluent.connect.json.JsonSchemaConverter"])
 def test_confluents_other_registry_converters_are_refused_by_name(name: str) -> None:
     with pytest.raises(ConfigError, match="has no Headwater equivalent yet"):
         load_converter(name, {"schema.registry.url": "http://r"}, is_key=False)
