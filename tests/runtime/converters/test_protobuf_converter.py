@@ -16,8 +16,9 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient, record_subject_name_strategy
 from confluent_kafka.schema_registry.common.serde import SchemaId
 from confluent_kafka.schema_registry.confluent.type.decimal_utils import from_proto_decimal, to_proto_decimal
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
+from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
 
 from headwater.runtime.converters import ProtobufConverter, load_converter, load_header_converter
@@ -327,7 +328,7 @@ def test_confluent_kafkas_deserializer_with_a_registry_client_fails_on_apicurio(
     cls = message_class(registered(schema_registry_url, data), "shop.Order")
     with (
         SchemaRegistryClient({"url": schema_registry_url}) as client,
-        pytest.raises(SerializationError, match=r"decimal\.proto"),
+        pytest.raises(SchemaRegistryError, match=r"unable to find confluent/type/decimal\.proto"),
     ):
         ProtobufDeserializer(cls, {"use.deprecated.format": False}, client)(data, context(unique_name))
 
