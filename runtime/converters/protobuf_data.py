@@ -29,6 +29,7 @@ field ``<oneof>_<index>``), then the other fields; every field is optional and c
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -81,12 +82,25 @@ class _Context:
     def __init__(self) -> None:
         self.unnamed = 0
         self.dependencies: list[str] = []
+        self.written: dict[str, str] = {}
+        """The full name of each nested message written -> the Connect schema it was written for (its JSON)."""
 
     def name(self, name: str | None) -> str:
         if name:
             return name
         self.unnamed += 1
         return f"{DEFAULT_NAME}{self.unnamed}"
+
+    def first(self, full: str, schema: Schema) -> bool:
+        """Whether nested message ``full`` is not written yet; :class:`SchemaError` when it was, for another
+        schema (two structs of one simple name in one message)."""
+        canonical = json.dumps({k: v for k, v in schema.items() if k not in ("field", "optional")}, sort_keys=True)
+        if full not in self.written:
+            self.written[full] = canonical
+            return True
+        if self.written[full] != canonical:
+            raise SchemaError(f"two different Connect schemas would both be the Protobuf message {full}")
+        return False
 
     def depend(self, file: str) -> None:
         if file not in self.dependencies:
@@ -166,8 +180,7 @@ def _field(made: Any, message: Any, full: str, schema: Schema, context: _Context
     elif kind == "map":
         made.label = REPEATED_LABEL
         entry_name = _entry_name(context.name(name))
-        entry = _nested(message, entry_name)
-        if entry is None:
+        if context.first(f"{full}.{entry_name}", schema):
             entry = message.nested_type.add(name=entry_name)
             for part, number in (("keys", 1), ("values", 2)):
                 item = entry.field.add(name="key" if number == 1 else "value", number=number)
@@ -176,7 +189,7 @@ def _field(made: Any, message: Any, full: str, schema: Schema, context: _Context
     elif kind == "struct":
         nested_name = context.name(name).rpartition(".")[2]
         nested_name += "Message" if nested_name == made.name else ""
-        if _nested(message, nested_name) is None:
+        if context.first(f"{full}.{nested_name}", schema):
             _message(message.nested_type.add(), nested_name, f"{full}.{nested_name}", schema, context)
         made.type, made.type_name = MESSAGE, f".{full}.{nested_name}"
     elif kind == "string" and ENUM in parameters:
@@ -198,10 +211,6 @@ def _field(made: Any, message: Any, full: str, schema: Schema, context: _Context
     if params:
         _field_meta(made, params)
         context.depend(META_FILE)
-
-
-def _nested(message: Any, name: str) -> Any:
-    return next((nested for nested in message.nested_type if nested.name == name), None)
 
 
 def _entry_name(name: str) -> str:

@@ -116,7 +116,11 @@ def compile_proto(files: Mapping[str, str], given: Sequence[Any] = ()) -> list[A
         with _PROTOC, _stderr_to(os.path.join(folder, "errors.txt")) as errors:
             code = protoc.main(arguments)
         if code != 0:
-            message = errors().strip() or f"protoc exited with {code}"
+            source = os.path.join(folder, "src") + os.sep
+            lines = [line.replace(source, "") for line in errors().splitlines()]
+            # protoc's own logging (absl) warnings, such as a file without a syntax line, are not the error
+            message = "\n".join(line for line in lines if line and not line.startswith(("WARNING: ", "W0", "I0")))
+            message = message or f"protoc exited with {code}"
             raise ConnectError(f"the Protobuf schema does not compile: {message}")
         with open(out_path, "rb") as produced:
             compiled = descriptor_pb2.FileDescriptorSet.FromString(produced.read())

@@ -237,7 +237,7 @@ def app_reading() -> Any:
 def test_the_converter_reads_what_confluent_kafkas_serializer_writes(
     schema_registry_url: str, unique_name: str
 ) -> None:
-    with SchemaRegistryClient({"url": schema_registry_url}) as client:
+    with SchemaRegistryClient({"url": schema_registry_url, "timeout": 30}) as client:
         reading = app_reading()
         data = ProtobufSerializer(type(reading), client, {"use.deprecated.format": False})(
             reading, context(unique_name)
@@ -267,7 +267,7 @@ def test_the_converter_reads_what_confluent_kafkas_serializer_writes(
     # an optional field left unset reads as null, a plain one as its zero value
     reading.ClearField("unit")
     reading.ClearField("sensor")
-    with SchemaRegistryClient({"url": schema_registry_url}) as client:
+    with SchemaRegistryClient({"url": schema_registry_url, "timeout": 30}) as client:
         data = ProtobufSerializer(type(reading), client, {"use.deprecated.format": False})(
             reading, context(unique_name)
         )
@@ -327,7 +327,7 @@ def test_confluent_kafkas_deserializer_with_a_registry_client_fails_on_apicurio(
     data = converter(schema_registry_url).from_connect(unique_name, EVERY_TYPE, VALUE)
     cls = message_class(registered(schema_registry_url, data), "shop.Order")
     with (
-        SchemaRegistryClient({"url": schema_registry_url}) as client,
+        SchemaRegistryClient({"url": schema_registry_url, "timeout": 30}) as client,
         pytest.raises(SchemaRegistryError, match=r"unable to find confluent/type/decimal\.proto"),
     ):
         ProtobufDeserializer(cls, {"use.deprecated.format": False}, client)(data, context(unique_name))
