@@ -151,7 +151,7 @@ def test_oneofs_enums_and_optional_fields_read_as_protobuf_data_reads_them() -> 
 
 
 def test_what_protobuf_cannot_hold_is_refused() -> None:
-    with pytest.raises(SchemaError, match="would both be the Protobuf message shop.Order.Address"):
+    with pytest.raises(SchemaError, match=r"would both be the Protobuf message shop\.Order\.Address"):
         to_file(struct("shop.Order", a=struct("shop.Address", x=INT32), b=struct("other.Address", y=INT32)))
     with pytest.raises(SchemaError, match="root must be a struct"):
         to_file(array(INT32))
