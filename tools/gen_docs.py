@@ -22,7 +22,13 @@ from headwater.runtime.config.connector import CONNECTOR_CONFIG, SINK_CONNECTOR_
 from headwater.runtime.config.distributed_worker import DISTRIBUTED_CONFIG
 from headwater.runtime.config.known_keys import NOT_IMPLEMENTED, UNKNOWN_KEYS
 from headwater.runtime.config.worker import STANDALONE_CONFIG, WORKER_CONFIG
-from headwater.runtime.converters import AvroConverter, JsonConverter, JsonSchemaConverter, StringConverter
+from headwater.runtime.converters import (
+    AvroConverter,
+    JsonConverter,
+    JsonSchemaConverter,
+    ProtobufConverter,
+    StringConverter,
+)
 from headwater.runtime.metrics import METRICS, NOT_EXPORTED, Kind, Scope
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.sdk import ConfigDef, ConfigKey, hookspecs
@@ -134,6 +140,12 @@ SECTIONS: list[tuple[str, str, Callable[[], Iterable[ConfigKey]]]] = [
         "`key.converter.*` / `value.converter.*` settings of the `jsonschema` converter "
         "(`io.confluent.connect.json.JsonSchemaConverter`; [Schema Registry](schema-registry.md#json-schema)).",
         lambda: JsonSchemaConverter.CONFIG,
+    ),
+    (
+        "Converter: protobuf",
+        "`key.converter.*` / `value.converter.*` settings of the `protobuf` converter "
+        "(`io.confluent.connect.protobuf.ProtobufConverter`; [Schema Registry](schema-registry.md#protobuf)).",
+        lambda: ProtobufConverter.CONFIG,
     ),
     ("Reference connector: kafka-mirror", "See [the guide](kafka-mirror.md).", lambda: MIRROR_CONFIG),
     ("Reference connector: jdbc-cdc", "See [the guide](jdbc-cdc.md).", lambda: JDBC_CDC_CONFIG),

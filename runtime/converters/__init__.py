@@ -1,7 +1,7 @@
 """Key, value and header converters, configured like Kafka Connect's: the task loops apply them at the transport
 boundary, turning a connector's Python values into the bytes Kafka stores and back. The built-ins
-(:mod:`.builtin`) need nothing beyond the runtime; the Schema Registry converters (:mod:`.avro`) need the ``avro``
-extra."""
+(:mod:`.builtin`) need nothing beyond the runtime; the Schema Registry converters need their extras: :mod:`.avro` the
+``avro`` extra, :mod:`.protobuf` the ``protobuf`` extra."""
 
 from headwater.runtime.converters.avro import AvroConverter
 from headwater.runtime.converters.base import Converter, HeaderConverter, SchemaConverter
@@ -25,6 +25,7 @@ from headwater.runtime.converters.loading import (
     load_converter,
     load_header_converter,
 )
+from headwater.runtime.converters.protobuf import ProtobufConverter
 
 __all__ = [
     "BUILTIN_CONVERTERS",
@@ -35,6 +36,7 @@ __all__ = [
     "HeaderConverter",
     "JsonConverter",
     "JsonSchemaConverter",
+    "ProtobufConverter",
     "SchemaConverter",
     "SimpleHeaderConverter",
     "StringConverter",

@@ -18,6 +18,7 @@ from headwater.runtime.converters.builtin import (
     _ConverterHeaders,
 )
 from headwater.runtime.converters.json_schema import JsonSchemaConverter
+from headwater.runtime.converters.protobuf import ProtobufConverter
 from headwater.runtime.plugins import refuse_unless_allowed
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConfigError
@@ -33,6 +34,8 @@ _CONVERTERS: dict[str, type] = {
     "io.confluent.connect.avro.AvroConverter": AvroConverter,
     "jsonschema": JsonSchemaConverter,
     "io.confluent.connect.json.JsonSchemaConverter": JsonSchemaConverter,
+    "protobuf": ProtobufConverter,
+    "io.confluent.connect.protobuf.ProtobufConverter": ProtobufConverter,
 }
 _HEADER_CONVERTERS: dict[str, type] = {
     "simple": SimpleHeaderConverter,
@@ -41,21 +44,20 @@ _HEADER_CONVERTERS: dict[str, type] = {
 BUILTIN_CONVERTERS: Mapping[str, type] = _CONVERTERS
 """Each built-in converter by its short name and Kafka Connect's (or Confluent's) class name for it."""
 BUILTIN_HEADER_CAPABLE: Mapping[str, type] = {
-    name: cls for name, cls in _CONVERTERS.items() if cls is not AvroConverter if cls is not JsonSchemaConverter
+    name: cls for name, cls in _CONVERTERS.items() if cls not in (AvroConverter, JsonSchemaConverter, ProtobufConverter)
 } | _HEADER_CONVERTERS
 """Every built-in that converts header values: the header-only ones and the key/value converters but the Schema
-Registry ones."""
-NOT_YET = {
-    "io.confluent.connect.protobuf.ProtobufConverter": "Protobuf",
-}
-"""Confluent's Schema Registry converters Headwater does not have yet, refused by name."""
+Registry ones (Avro, JSON Schema, Protobuf), which convert keys and values only, as Confluent's."""
 _HINT = (
-    "use bytes, string, json, avro, a Kafka or Confluent converter class name or a Python import path "
-    "(package.module:Class)"
+    "use bytes, string, json, avro, jsonschema, protobuf, a Kafka or Confluent converter class name or a Python "
+    "import path (package.module:Class)"
 )
 
 
-_BUILT_IN = "the built-in converters (bytes, string, json, avro, simple and the Java class names for them)"
+_BUILT_IN = (
+    "the built-in converters (bytes, string, json, avro, jsonschema, protobuf, simple and the Java class names for "
+    "them)"
+)
 
 
 def _load_class(spec: str, key: str, builtin: Mapping[str, type], allowed_modules: Sequence[str] | None = None) -> type:
@@ -63,13 +65,6 @@ def _load_class(spec: str, key: str, builtin: Mapping[str, type], allowed_module
     worker's ``connector.class.allowed.modules``, or ``None`` for a trusted spec) allows it."""
     name = spec.strip()
     cls = builtin.get(name) or builtin.get(name.lower())
-    if cls is None and name in NOT_YET:
-        raise ConfigError(
-            key,
-            spec,
-            f"Confluent's {NOT_YET[name]} converter has no Headwater equivalent yet; Headwater's Schema Registry "
-            "converter is io.confluent.connect.avro.AvroConverter (avro)",
-        )
     if cls is None:
         module_name, _, attr = name.partition(":") if ":" in name else name.rpartition(".")
         if not (module_name and attr):

@@ -295,12 +295,6 @@ def test_the_avro_converter_is_a_key_and_value_converter_only() -> None:
     assert (name, "header_converter") not in listed
 
 
-@pytest.mark.parametrize("name", ["io.confluent.connect.protobuf.ProtobufConverter"])
-def test_confluents_other_registry_converters_are_refused_by_name(name: str) -> None:
-    with pytest.raises(ConfigError, match="has no Headwater equivalent yet"):
-        load_converter(name, {"schema.registry.url": "http://r"}, is_key=False)
-
-
 def test_basic_auth_and_tls_settings_reach_the_client(tmp_path: Path) -> None:
     ca = tmp_path / "ca.pem"
     trustme.CA().cert_pem.write_to_path(str(ca))
