@@ -1,6 +1,7 @@
-"""One flush: buffered records into Arrow tables, records that do not fit reported to the runtime's
-ErrantRecordReporter (which sends them to the dead-letter queue, logs them or fails the task, as ``errors.*`` say),
-then, once every report is done, one write of the table that stores the offsets with the rows."""
+"""One flush: the table's columns made to follow the records' schemas (when they have one and ``value.schema`` is
+empty), buffered records into Arrow tables, records that do not fit reported to the runtime's ErrantRecordReporter
+(which sends them to the dead-letter queue, logs them or fails the task, as ``errors.*`` say), then, once every
+report is done, one write of the table that stores the offsets, and any change of its columns, with the rows."""
 
 from __future__ import annotations
 
