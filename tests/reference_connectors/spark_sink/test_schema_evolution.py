@@ -16,8 +16,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from headwater.harness.simulated import SimulatedWorker
-from headwater.reference_connectors.spark_sink import DeltaTable, ParquetTable
-from headwater.reference_connectors.spark_sink.record_schema import IncompatibleSchema
+from headwater.reference_connectors.spark_sink import DeltaTable, HadoopFiles, ParquetTable
+from headwater.reference_connectors.spark_sink.record_schema import IncompatibleSchema, SchemaChange
 from headwater.runtime.error_handling.dead_letter import PREFIX
 from headwater.runtime.tasks.base import State
 from headwater.sdk import TopicPartition
@@ -48,10 +48,14 @@ def send(worker: SimulatedWorker, schema: dict[str, Any], payload: dict[str, Any
 
 
 def parquet_rows(spark: SparkSession, path: Path) -> list[dict[str, Any]]:
+    return parquet_rows_of(spark, path, "sink")
+
+
+def parquet_rows_of(spark: SparkSession, path: Path, app_id: str) -> list[dict[str, Any]]:
     """The rows of a Parquet table read with its manifests' columns (older files lack the newer columns)."""
-    schema = ParquetTable(spark, str(path), "sink", (), 0).schema()
+    schema = ParquetTable(spark, str(path), app_id, (), 0).schema()
     rows = ds.dataset(str(path), schema=schema, format="parquet").to_table().to_pylist()
-    return sorted(rows, key=lambda row: row["kafka_offset"])
+    return sorted(rows, key=lambda row: (row.get("kafka_partition") or 0, row["kafka_offset"]))
 
 
 @pytest.mark.parametrize("table_format", ["parquet", "delta"])
@@ -146,3 +150,89 @@ def test_records_that_do_not_fit_their_schema_are_skipped_under_errors_tolerance
         b"the record does not fit the table's schema: field qty holds a Python str, not a int32",
     ]
     assert worker.sink_task("sink").errors.counters.records_skipped == 2
+
+
+class Crash(Exception):
+    """Stands for the process dying at that point."""
+
+
+def rows_of(tp: TopicPartition, offsets: range, schema: pa.Schema) -> pa.Table:
+    columns = {
+        "id": [tp.partition * 100 + o for o in offsets],
+        "qty": list(offsets),
+        "kafka_partition": [tp.partition] * len(offsets),
+        "kafka_offset": list(offsets),
+    }
+    if "note" in schema.names:
+        columns["note"] = [f"n{o}" for o in offsets]
+    return pa.table(columns, schema=schema)
+
+
+def test_a_crash_between_a_delta_schema_change_and_its_last_commit_is_finished_by_the_replay(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush's change (a new column, a widened one) goes with each partition's commit: after a crash between them
+    the replayed flush skips the committed partition and writes the other, the change made once."""
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    old = pa.schema(
+        [("id", pa.int64()), ("qty", pa.int32()), ("kafka_partition", pa.int32()), ("kafka_offset", pa.int64())]
+    )
+    new = old.set(1, pa.field("qty", pa.int64())).append(pa.field("note", pa.string()))
+    table = DeltaTable(spark, str(tmp_path / "d"), "app", (), 1)
+    table.write({a: rows_of(a, range(2), old), b: rows_of(b, range(2), old)}, {a: 1, b: 1})
+    change = SchemaChange(("new column note string",), ("column qty int32 -> int64",))
+    flush = {a: rows_of(a, range(2, 4), new), b: rows_of(b, range(2, 4), new)}
+    made = DeltaTable.dataframe
+
+    def die_at_the_second(self: DeltaTable, rows: pa.Table) -> Any:
+        if rows.column("kafka_partition")[0].as_py() == b.partition:
+            raise Crash
+        return made(self, rows)
+
+    monkeypatch.setattr(DeltaTable, "dataframe", die_at_the_second)
+    with pytest.raises(Crash):
+        table.write(flush, {a: 3, b: 3}, change)
+    monkeypatch.undo()
+    replayed = DeltaTable(spark, str(tmp_path / "d"), "app", (), 1)
+    assert replayed.recover([a, b]) == {a: 3, b: 1}
+    assert replayed.schema() == new  # the change came with partition 0's commit
+    replayed.write(flush, {a: 3, b: 3}, change)
+    assert replayed.recover([a, b]) == {a: 3, b: 3}
+    found = spark.read.format("delta").load(str(tmp_path / "d")).collect()
+    assert sorted((r.kafka_partition, r.kafka_offset, r.note) for r in found) == [
+        (p, o, None if o < 2 else f"n{o}") for p in (0, 1) for o in range(4)
+    ]
+
+
+def test_a_parquet_schema_change_is_in_the_manifest_or_nowhere_and_stays(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = pa.schema(
+        [("id", pa.int64()), ("qty", pa.int32()), ("kafka_partition", pa.int32()), ("kafka_offset", pa.int64())]
+    )
+    new = old.append(pa.field("note", pa.string()))
+    table = ParquetTable(spark, str(tmp_path / "p"), "app", (), 1)
+    table.write({TP: rows_of(TP, range(2), old)}, {TP: 1})
+    original = HadoopFiles.write_atomically
+
+    def die_at_the_manifest(self: HadoopFiles, path: str, content: bytes) -> None:
+        if "/manifests/" in path:
+            raise Crash
+        original(self, path, content)
+
+    monkeypatch.setattr(HadoopFiles, "write_atomically", die_at_the_manifest)
+    with pytest.raises(Crash):
+        table.write({TP: rows_of(TP, range(2, 4), new)}, {TP: 3}, SchemaChange(("new column note string",)))
+    monkeypatch.undo()
+    reopened = ParquetTable(spark, str(tmp_path / "p"), "app", (), 1)
+    assert reopened.recover([TP]) == {TP: 1} and reopened.schema() == old  # neither the rows nor the column
+    reopened.write({TP: rows_of(TP, range(2, 4), new)}, {TP: 3}, SchemaChange(("new column note string",)))
+    assert ParquetTable(spark, str(tmp_path / "p"), "app", (), 1).schema() == new
+    # a writer whose records have not changed yet commits after: the column stays the table's
+    other = TopicPartition("t", 1)
+    ParquetTable(spark, str(tmp_path / "p"), "app", (), 1).write({other: rows_of(other, range(1), old)}, {other: 0})
+    assert ParquetTable(spark, str(tmp_path / "p"), "app", (), 1).schema() == new
+    found = [
+        (r["kafka_partition"], r["kafka_offset"], r["note"]) for r in parquet_rows_of(spark, tmp_path / "p", "app")
+    ]
+    assert found == [(0, 0, None), (0, 1, None), (0, 2, "n2"), (0, 3, "n3"), (1, 0, None)]
