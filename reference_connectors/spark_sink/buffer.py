@@ -23,6 +23,10 @@ def value_bytes(value: Any) -> bytes | None:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
+SAMPLE_EVERY = 32
+"""One value with a schema in this many is measured for the flush policy's byte count."""
+
+
 def value_size(value: Any) -> int:
     """About how many bytes a value with a schema holds (it is not serialized to be counted): the lengths of its
     strings and bytes, 8 for any other value, summed over structs, arrays and maps."""
@@ -50,6 +54,10 @@ class PartitionBuffer:
     timestamps: list[int | None] = field(default_factory=list)
     typed: int = 0
     """How many of the records have a value schema."""
+    typed_bytes: int = 0
+    """About how many bytes their values hold (see :meth:`typed_size`)."""
+    sampled: tuple[int, int] = (0, 0)
+    """How many values with a schema were measured, and their bytes."""
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -57,6 +65,18 @@ class PartitionBuffer:
     @property
     def last_offset(self) -> int:
         return self.offsets[-1]
+
+    def typed_size(self, value: Any) -> int:
+        """Count one more value with a schema, and return about how many bytes it holds: one value in
+        :data:`SAMPLE_EVERY` is measured (:func:`value_size`), the others taken as their average (walking every value
+        would cost as much as building its columns)."""
+        self.typed += 1
+        count, total = self.sampled
+        if self.typed % SAMPLE_EVERY == 1 or count == 0:
+            size = value_size(value)
+            self.sampled = (count + 1, total + size)
+            return size
+        return total // count
 
 
 class RecordBuffer:
@@ -86,8 +106,9 @@ class RecordBuffer:
                     size += len(value)
             else:
                 value = record.value
-                buffer.typed += 1
-                size += value_size(value)
+                typed_size = buffer.typed_size(value)
+                buffer.typed_bytes += typed_size
+                size += typed_size
             buffer.records.append(record)
             buffer.values.append(value)
             buffer.keys.append(key)
@@ -115,7 +136,7 @@ class RecordBuffer:
             dropped = self.partitions.pop(tp, None)
             if dropped is not None:
                 self.records -= len(dropped)
-                self.bytes -= sum(len(v) if type(v) is bytes else value_size(v) for v in dropped.values)
+                self.bytes -= dropped.typed_bytes + sum(len(v) for v in dropped.values if type(v) is bytes)
                 self.bytes -= sum(len(k) if isinstance(k, bytes | str) else 8 for k in dropped.keys if k is not None)
         if not self.partitions:
             self.records = self.bytes = 0

@@ -200,7 +200,9 @@ class ColumnBuilder:
             schema = records[start].value_schema
             key = None if schema is None else self.schemas.key(schema)
             end = start + 1
-            while end < len(records) and _same(records[end].value_schema, key, self.schemas):
+            while end < len(records) and (
+                records[end].value_schema is schema or _same(records[end].value_schema, key, self.schemas)
+            ):
                 end += 1
             rows = [i for i in range(start, end) if i not in bad]
             if schema is None:

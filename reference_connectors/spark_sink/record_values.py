@@ -155,32 +155,38 @@ class RecordColumns:
         """The arrays of ``columns`` for the ``values`` that fit, and the index and reason of each that does not."""
         bad: dict[int, str] = {}
         rows = range(len(values))
-        for i, value in enumerate(values):
-            if not isinstance(value, Mapping):
-                bad[i] = f"the value is a Python {type(value).__name__}, not a struct (a dict of its fields)"
+        structs: Sequence[Any] = values
+        if not all(type(v) is dict for v in values):
+            for i, value in enumerate(values):
+                if not isinstance(value, Mapping):
+                    bad[i] = f"the value is a Python {type(value).__name__}, not a struct (a dict of its fields)"
+            structs = [v if isinstance(v, Mapping) else {} for v in values]
         fields = self.plan.children
-        structs = [v if isinstance(v, Mapping) else {} for v in values]
+        given: dict[str, list[Any]] = {}
         for column in columns:
             child = fields.get(column.name)
             if child is None:
                 continue
             required = ValuePlan(child.kind, child.label, child.optional and column.nullable, child.accepts, child.time)
             required.children = child.children
-            check(required, [v.get(column.name) for v in structs], rows, column.name, bad)
+            given[column.name] = [v.get(column.name) for v in structs]
+            check(required, given[column.name], rows, column.name, bad)
         while True:
-            good = [v for i, v in enumerate(structs) if i not in bad]
+            keep = [i for i in rows if i not in bad] if bad else None
             arrays: dict[str, pa.Array] = {}
             failed: dict[int, str] = {}
             for column in columns:
                 child = fields.get(column.name)
                 if child is None:
-                    arrays[column.name] = pa.nulls(len(good), column.type)
+                    arrays[column.name] = pa.nulls(len(keep) if keep is not None else len(values), column.type)
                     continue
-                raw = [convert(child, v.get(column.name)) for v in good]
+                raw = given[column.name] if keep is None else [given[column.name][i] for i in keep]
+                if child.converts:
+                    raw = [convert(child, value) for value in raw]
                 try:
                     arrays[column.name] = pa.array(raw, column.type)
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-                    failed = _arrow_misfits(raw, column, [i for i in rows if i not in bad])
+                    failed = _arrow_misfits(raw, column, list(rows) if keep is None else keep)
                     break
             if not failed:
                 return arrays, bad
