@@ -22,6 +22,7 @@ from headwater.runtime.error_handling.dead_letter import PREFIX
 from headwater.runtime.tasks.base import State
 from headwater.sdk import TopicPartition
 from headwater.sdk.schemas import INT32, INT64, STRING, optional, struct
+from support.schema_source import SchemaSource, order
 
 from .test_task import add_sink, wait_written
 
@@ -236,3 +237,41 @@ def test_a_parquet_schema_change_is_in_the_manifest_or_nowhere_and_stays(
         (r["kafka_partition"], r["kafka_offset"], r["note"]) for r in parquet_rows_of(spark, tmp_path / "p", "app")
     ]
     assert found == [(0, 0, None), (0, 1, None), (0, 2, "n2"), (0, 3, "n3"), (1, 0, None)]
+
+
+def test_avro_records_from_a_schema_registry_make_and_fill_a_delta_table(
+    make_simulated_worker: MakeWorker, spark: SparkSession, schema_registry_url: str, unique_name: str, tmp_path: Path
+) -> None:
+    """The Avro converter with a real Schema Registry between a source of every Connect type and the sink."""
+    avro = {"value.converter": "avro", "value.converter.schema.registry.url": schema_registry_url}
+    worker = make_simulated_worker({"key.converter": "string"}, partitions=1)
+    topic, count = f"{unique_name}-orders", 12
+    worker.create_topic(topic, 1)
+    worker.add_connector("source", SchemaSource, {**avro, "topic": topic, "count": str(count)})
+    add_sink(
+        worker,
+        "sink",
+        tmp_path / "t",
+        **{k.replace(".", "_"): v for k, v in avro.items()},
+        topics=topic,
+        table_format="delta",
+        metadata_columns="offset,key",
+        flush_max_records=count,
+    )
+    wait_written(worker, count)
+
+    frame = spark.read.format("delta").load(str(tmp_path / "t"))
+    table = frame.toArrow()
+    assert table.schema.field("amount").type == pa.decimal128(10, 2)
+    assert table.schema.field("codes").type == pa.map_(pa.int64(), pa.string())
+    assert table.schema.field("at_time").type == pa.int32()
+    rows = sorted(table.to_pylist(), key=lambda row: row["kafka_offset"])
+    for n, row in enumerate(rows):
+        expected = order(n)
+        moment = expected["at_time"]
+        expected["at_time"] = (
+            (moment.hour * 60 + moment.minute) * 60 + moment.second
+        ) * 1000 + moment.microsecond // 1000
+        expected["codes"] = list(expected["codes"].items())
+        assert row == {**expected, "kafka_offset": n, "kafka_key": f"order-{n}"}
+    assert len(rows) == count
