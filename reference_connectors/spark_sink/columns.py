@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer
-from headwater.reference_connectors.spark_sink.record_schema import configured_fit
+from headwater.reference_connectors.spark_sink.record_schema import UnsupportedSchema, configured_fit
 from headwater.reference_connectors.spark_sink.record_values import RecordSchemas
 from headwater.reference_connectors.spark_sink.schema import metadata_type, writable
 from headwater.sdk import SinkRecord, TopicPartition
@@ -226,16 +226,27 @@ class ColumnBuilder:
 
     def _schema_run(self, schema: Any, values: list[Any]) -> tuple[dict[str, Any], dict[int, str]]:
         """The value columns of records of one schema, and the index and reason of each that does not fit."""
-        built = self.schemas.get(schema)
-        reason = None
-        if built is None:
-            reason = f"the value's schema is a {schema.get('type')!r}, not a struct: only structs become rows"
-        elif self.configured:
-            reason = configured_fit(self.value_schema, built.arrow)
-        if built is None or reason is not None:
+        reason = self._unfit(schema)
+        if reason is not None:
             empty = {f.name: pa.array([], f.type) for f in self.value_schema}
-            return empty, dict.fromkeys(range(len(values)), str(reason))
+            return empty, dict.fromkeys(range(len(values)), reason)
+        built = self.schemas.get(schema)
+        assert built is not None
         return built.build(values, self.value_schema)
+
+    def _unfit(self, schema: Any) -> str | None:
+        """Why no record of ``schema`` fits the columns, else ``None``. A schema no table holds is refused by the
+        writer before building when the columns follow the records; against ``value.schema`` its records do not
+        fit."""
+        try:
+            built = self.schemas.get(schema)
+        except UnsupportedSchema as error:
+            if not self.configured:
+                raise
+            return str(error)
+        if built is None:
+            return f"the value's schema is a {schema.get('type')!r}, not a struct: only structs become rows"
+        return configured_fit(self.value_schema, built.arrow) if self.configured else None
 
     def _values(self, values: list[bytes]) -> pa.Table:
         """The values' table; raises :class:`_Misfit` with the index and reason of each value that does not fit."""

@@ -186,18 +186,21 @@ def test_a_configured_schema_drops_extra_fields_and_sets_apart_what_it_cannot_ho
     fits = struct("t", id=INT32, qty=INT64, price=decimal(2, 10), extra=STRING)
     wrong = struct("t", id=INT64, qty=STRING)
     lacks = struct("t", qty=INT32)
+    huge = struct("t", id=INT64, big=decimal(0, 50))
     values = [
         {"id": 1, "qty": 5, "price": Decimal("1.50"), "extra": "dropped"},
         {"id": 2, "qty": 2**40, "price": Decimal("1"), "extra": ""},  # too large for INT: Arrow checks each value
         {"id": 3, "qty": "five"},
         {"qty": 1},
+        {"id": 5, "big": Decimal(1)},
     ]
-    table, rejected = configured.build(TP, buffered(values, [fits, fits, wrong, lacks]))
+    table, rejected = configured.build(TP, buffered(values, [fits, fits, wrong, lacks, huge]))
     assert table.to_pylist() == [{"id": 1, "qty": 5, "price": Decimal("1.50"), "kafka_offset": 10}]
     reasons = [r.reason for r in rejected]
     assert reasons[0].startswith("field qty does not fit the column's int32")
     assert reasons[1] == "field qty is string in the record schema, int32 in value.schema"
     assert reasons[2] == "the NOT NULL column id is missing from the record schema"
+    assert reasons[3].startswith("field big is a Decimal of precision 50")
 
 
 def test_the_buffer_counts_values_with_a_schema_without_serializing_them() -> None:
