@@ -140,7 +140,7 @@ def widened(column: pa.DataType, record: pa.DataType) -> pa.DataType | None:
     """The type of a column of type ``column`` that also holds every value of ``record`` exactly: ``column`` when
     it does already, a wider one (a safe widening: a larger integer or float, a decimal with more digits), or
     ``None`` when no such column type exists here. Structs, lists and maps widen field by field; a struct gains the
-    record's new fields, which must be nullable."""
+    record's new fields, which must be nullable, and a field the record makes optional becomes nullable."""
     if column.equals(record):
         return column
     if column in _INTS and record in _INTS:
@@ -187,7 +187,7 @@ def _widened_struct(column: pa.StructType, record: pa.StructType) -> pa.DataType
         kind = widened(field.type, found.type)
         if kind is None:
             return None
-        merged.append(field.with_type(kind))
+        merged.append(field.with_type(kind).with_nullable(field.nullable or found.nullable))
     if any(not f.nullable for f in by_name.values()):
         return None
     merged += by_name.values()

@@ -250,3 +250,13 @@ def test_compatible_record_schemas_add_nullable_columns_and_widen(
 def test_incompatible_record_schemas_are_refused_naming_the_field(record: dict[str, Any], problem: str) -> None:
     with pytest.raises(IncompatibleSchema, match=problem):
         evolve(V1, arrow_schema(record), META)
+
+
+def test_a_struct_column_gains_new_optional_fields_and_loosens_a_field_made_optional() -> None:
+    column = arrow_schema(struct("t", address=optional(struct("a", city=STRING))))
+    record = arrow_schema(struct("t", address=optional(struct("a", city=optional(STRING), zip=optional(INT32)))))
+    merged, change = evolve(column, record, set())
+    assert merged.field("address").type == pa.struct([("city", pa.string()), ("zip", pa.int32())])
+    assert change.added == ("column address struct<city: string not null> -> struct<city: string, zip: int32>",)
+    with pytest.raises(IncompatibleSchema, match="field address is struct<city: string not null, zip: int32 not null>"):
+        evolve(column, arrow_schema(struct("t", address=optional(struct("a", city=STRING, zip=INT32)))), set())
