@@ -1,5 +1,5 @@
 """What a task has been given and not yet written: records per topic partition, kept as columns, and the sizes the
-flush policy looks at."""
+flush policy looks at. A value without a schema is kept as JSON text, one with a schema as its Python value."""
 
 from __future__ import annotations
 
@@ -23,16 +23,41 @@ def value_bytes(value: Any) -> bytes | None:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
+SAMPLE_EVERY = 32
+"""One value with a schema in this many is measured for the flush policy's byte count."""
+
+
+def value_size(value: Any) -> int:
+    """About how many bytes a value with a schema holds (it is not serialized to be counted): the lengths of its
+    strings and bytes, 8 for any other value, summed over structs, arrays and maps."""
+    if value is None:
+        return 0
+    if isinstance(value, str | bytes | bytearray):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(value_size(k) + value_size(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(value_size(v) for v in value)
+    return 8
+
+
 @dataclass
 class PartitionBuffer:
     """The buffered records of one topic partition, in offset order, as columns, and the records themselves (a
     record that does not fit is reported as it was given: the runtime recovers its original bytes from it)."""
 
     records: list[SinkRecord] = field(default_factory=list)
-    values: list[bytes | None] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+    """JSON text (``bytes``) of a record without a value schema; the value as given of one with a schema."""
     keys: list[Any] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
     timestamps: list[int | None] = field(default_factory=list)
+    typed: int = 0
+    """How many of the records have a value schema."""
+    typed_bytes: int = 0
+    """About how many bytes their values hold (see :meth:`typed_size`)."""
+    sampled: tuple[int, int] = (0, 0)
+    """How many values with a schema were measured, and their bytes."""
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -40,6 +65,18 @@ class PartitionBuffer:
     @property
     def last_offset(self) -> int:
         return self.offsets[-1]
+
+    def typed_size(self, value: Any) -> int:
+        """Count one more value with a schema, and return about how many bytes it holds: one value in
+        :data:`SAMPLE_EVERY` is measured (:func:`value_size`), the others taken as their average (walking every value
+        would cost as much as building its columns)."""
+        self.typed += 1
+        count, total = self.sampled
+        if self.typed % SAMPLE_EVERY == 1 or count == 0:
+            size = value_size(value)
+            self.sampled = (count + 1, total + size)
+            return size
+        return total // count
 
 
 class RecordBuffer:
@@ -62,16 +99,22 @@ class RecordBuffer:
             if run is None or partition != run[1] or topic != run[0]:
                 run = (topic, partition)
                 buffer = self.partitions.setdefault(TopicPartition(topic, partition), PartitionBuffer())
-            value = value_bytes(record.value)
             key = record.key
+            if record.value_schema is None:
+                value = value_bytes(record.value)
+                if value is not None:
+                    size += len(value)
+            else:
+                value = record.value
+                typed_size = buffer.typed_size(value)
+                buffer.typed_bytes += typed_size
+                size += typed_size
             buffer.records.append(record)
             buffer.values.append(value)
             buffer.keys.append(key)
             buffer.offsets.append(record.offset)
             buffer.timestamps.append(record.timestamp)
             added += 1
-            if value is not None:
-                size += len(value)
             if key is not None:
                 size += len(key) if isinstance(key, bytes | str) else 8
         if added:
@@ -93,7 +136,7 @@ class RecordBuffer:
             dropped = self.partitions.pop(tp, None)
             if dropped is not None:
                 self.records -= len(dropped)
-                self.bytes -= sum(len(v) for v in dropped.values if v is not None)
+                self.bytes -= dropped.typed_bytes + sum(len(v) for v in dropped.values if type(v) is bytes)
                 self.bytes -= sum(len(k) if isinstance(k, bytes | str) else 8 for k in dropped.keys if k is not None)
         if not self.partitions:
             self.records = self.bytes = 0

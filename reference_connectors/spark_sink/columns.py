@@ -7,6 +7,10 @@ then parsed together again. So a record fits exactly when Arrow's reader accepts
 object whose fields convert to the column types (extra fields are dropped, missing ones are null), with no null in
 a ``NOT NULL`` column and, for a ``string`` key column, a UTF-8 key. Line breaks in a value are read as the
 whitespace they are, so pretty-printed values fit too.
+
+Records that arrived with a Connect schema (``SinkRecord.value_schema``) are not JSON text: each run of records with
+one schema becomes columns straight from their Python values (:mod:`.record_values`), and a run of records without
+one in the same partition is parsed as above, against the same columns.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from headwater.reference_connectors.spark_sink.buffer import PartitionBuffer
+from headwater.reference_connectors.spark_sink.record_schema import UnsupportedSchema, configured_fit
+from headwater.reference_connectors.spark_sink.record_values import RecordSchemas
 from headwater.reference_connectors.spark_sink.schema import metadata_type, writable
 from headwater.sdk import SinkRecord, TopicPartition
 
@@ -36,8 +42,8 @@ class Rejected:
 
     record: SinkRecord
     """As given to ``put``: what the task reports."""
-    value: bytes | None
-    """The value as the task parsed it (JSON text)."""
+    value: Any
+    """The value as the task parsed it: JSON text, or a record with a schema's value as it was given."""
     reason: str
 
     @property
@@ -112,8 +118,20 @@ def infer_schema(values: Sequence[bytes | None]) -> pa.Schema | None:
 class ColumnBuilder:
     """Builds the table of one topic partition's buffered records for a value schema and metadata columns."""
 
-    def __init__(self, value_schema: pa.Schema, table_schema: pa.Schema, metadata: dict[str, str], key_type: str):
-        """``metadata`` maps each metadata field written (``offset``) to its column name (``kafka_offset``)."""
+    def __init__(
+        self,
+        value_schema: pa.Schema,
+        table_schema: pa.Schema,
+        metadata: dict[str, str],
+        key_type: str,
+        configured: bool = False,
+        schemas: RecordSchemas | None = None,
+    ):
+        """``metadata`` maps each metadata field written (``offset``) to its column name (``kafka_offset``).
+        ``configured``: the value columns are ``value.schema``'s, so a record schema is checked against them
+        (:func:`.configured_fit`) rather than having followed it. ``schemas``: the record schemas met so far."""
+        self.configured = configured
+        self.schemas = schemas if schemas is not None else RecordSchemas()
         self.value_schema = value_schema
         self.table_schema = table_schema
         self.metadata = metadata
@@ -126,21 +144,21 @@ class ColumnBuilder:
 
     def build(self, tp: TopicPartition, buffer: PartitionBuffer) -> tuple[pa.Table, list[Rejected]]:
         """The table of the records that fit, and those that do not, in offset order."""
-        values, keys = _one_line(buffer.values), buffer.keys
-        bad: dict[int, str] = {i: "the value is null" for i, v in enumerate(values) if v is None}
-        key_column = self._keys(keys, bad)
-        while True:
-            good = [i for i in range(len(values)) if i not in bad] if bad else None
-            picked = [v for i, v in enumerate(values) if v is not None and i not in bad]
-            try:
-                table = self._values(picked)
-                break
-            except _Misfit as misfit:
-                bad.update({good[i] if good is not None else i: reason for i, reason in misfit.reasons.items()})
-        columns = {name: table.column(name) for name in self.value_schema.names}
-        if good is not None:
-            keep = pa.array(good, pa.int64())
-            key_column = key_column.take(keep) if key_column is not None else None
+        keys = buffer.keys
+        if buffer.typed:
+            values = buffer.values
+            bad: dict[int, str] = {i: "the value is null" for i, v in enumerate(values) if v is None}
+            key_column = self._keys(keys, bad)
+            columns, typed_good = self._typed(buffer, bad)
+            good: list[int] | None = typed_good
+        else:
+            values = _one_line(buffer.values)
+            bad = {i: "the value is null" for i, v in enumerate(values) if v is None}
+            key_column = self._keys(keys, bad)
+            table, good = self._parsed(values, bad)
+            columns = {name: table.column(name) for name in self.value_schema.names}
+        if good is not None and key_column is not None:
+            key_column = key_column.take(pa.array(good, pa.int64()))
         offsets, timestamps = buffer.offsets, buffer.timestamps
         if good is not None:
             offsets = [offsets[i] for i in good]
@@ -160,6 +178,75 @@ class ColumnBuilder:
         table = pa.Table.from_arrays([columns[name] for name in self.table_schema.names], schema=self.table_schema)
         rejected = [Rejected(buffer.records[i], values[i], reason) for i, reason in sorted(bad.items())]
         return table, rejected
+
+    def _parsed(self, values: list[bytes | None], bad: dict[int, str]) -> tuple[pa.Table, list[int] | None]:
+        """The table of the JSON ``values`` that fit (adding those that do not to ``bad``), and the indexes of the
+        values in it (``None``: all)."""
+        while True:
+            good = [i for i in range(len(values)) if i not in bad] if bad else None
+            picked = [v for i, v in enumerate(values) if v is not None and i not in bad]
+            try:
+                return self._values(picked), good
+            except _Misfit as misfit:
+                bad.update({good[i] if good is not None else i: reason for i, reason in misfit.reasons.items()})
+
+    def _typed(self, buffer: PartitionBuffer, bad: dict[int, str]) -> tuple[dict[str, Any], list[int]]:
+        """The value columns of a buffer holding records with schemas (and maybe JSON ones too): each run of
+        records with one schema built from its values, a run of JSON values parsed, in offset order."""
+        chunks: dict[str, list[Any]] = {name: [] for name in self.value_schema.names}
+        records, values = buffer.records, buffer.values
+        start = 0
+        while start < len(records):
+            schema = records[start].value_schema
+            key = None if schema is None else self.schemas.key(schema)
+            end = start + 1
+            while end < len(records) and (
+                records[end].value_schema is schema or _same(records[end].value_schema, key, self.schemas)
+            ):
+                end += 1
+            rows = [i for i in range(start, end) if i not in bad]
+            if schema is None:
+                run_bad: dict[int, str] = {}
+                table, _ = self._parsed(_one_line([values[i] for i in rows]), run_bad)
+                bad.update({rows[i]: reason for i, reason in run_bad.items()})
+                for name in chunks:
+                    chunks[name] += table.column(name).chunks
+            else:
+                arrays, run_bad = self._schema_run(schema, [values[i] for i in rows])
+                bad.update({rows[i]: reason for i, reason in run_bad.items()})
+                for name in chunks:
+                    chunks[name].append(arrays[name])
+            start = end
+        good = [i for i in range(len(records)) if i not in bad]
+        columns = {
+            name: pa.chunked_array(chunks[name], field.type)
+            for name, field in zip(self.value_schema.names, self.value_schema, strict=True)
+        }
+        return columns, good
+
+    def _schema_run(self, schema: Any, values: list[Any]) -> tuple[dict[str, Any], dict[int, str]]:
+        """The value columns of records of one schema, and the index and reason of each that does not fit."""
+        reason = self._unfit(schema)
+        if reason is not None:
+            empty = {f.name: pa.array([], f.type) for f in self.value_schema}
+            return empty, dict.fromkeys(range(len(values)), reason)
+        built = self.schemas.get(schema)
+        assert built is not None
+        return built.build(values, self.value_schema)
+
+    def _unfit(self, schema: Any) -> str | None:
+        """Why no record of ``schema`` fits the columns, else ``None``. A schema no table holds is refused by the
+        writer before building when the columns follow the records; against ``value.schema`` its records do not
+        fit."""
+        try:
+            built = self.schemas.get(schema)
+        except UnsupportedSchema as error:
+            if not self.configured:
+                raise
+            return str(error)
+        if built is None:
+            return f"the value's schema is a {schema.get('type')!r}, not a struct: only structs become rows"
+        return configured_fit(self.value_schema, built.arrow) if self.configured else None
 
     def _values(self, values: list[bytes]) -> pa.Table:
         """The values' table; raises :class:`_Misfit` with the index and reason of each value that does not fit."""
@@ -222,6 +309,13 @@ class ColumnBuilder:
                     bad.setdefault(i, "the key is not UTF-8 text")
                     raw[i] = None
         return pa.array(raw, pa.binary()).cast(pa.string())
+
+
+def _same(schema: Any, key: str | None, schemas: RecordSchemas) -> bool:
+    """Whether a record's ``schema`` is the one known by ``key`` (``None``: no schema)."""
+    if schema is None or key is None:
+        return schema is None and key is None
+    return schemas.key(schema) == key
 
 
 class _Misfit(Exception):

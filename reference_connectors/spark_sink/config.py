@@ -163,8 +163,10 @@ CONFIG_DEF = (
         Type.STRING,
         "",
         Importance.HIGH,
-        "Columns of the record values, like 'id BIGINT NOT NULL, name STRING'; empty: inferred from the first "
-        "batch written to a new table, else the table's own.",
+        "Columns of the record values, like 'id BIGINT NOT NULL, name STRING'; a record's own schema (Avro, JSON "
+        "with schemas) is checked against them. Empty: the records' schemas make and evolve the table's columns "
+        "(new optional fields, safe widenings); records without one: the table's own, else inferred from the first "
+        "batch written to a new table.",
         _schema,
     )
     .define(

@@ -32,7 +32,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from headwater.reference_connectors.spark_sink.table import SinkTable
+from headwater.reference_connectors.spark_sink.record_schema import SchemaChange
+from headwater.reference_connectors.spark_sink.table import NO_CHANGE, SinkTable
 from headwater.sdk import ConnectError, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 COORDINATOR_PROPERTY = "delta.coordinatedCommits.commitCoordinator-preview"
 COORDINATOR_CONF_PROPERTY = "delta.coordinatedCommits.commitCoordinatorConf-preview"
 """The table properties that give a Delta table's commits to a coordinator (Delta 4's coordinated commits)."""
+TYPE_WIDENING_PROPERTY = "delta.enableTypeWidening"
+"""The table property that lets a write widen a column's type (Delta's type widening)."""
 CREATION_WAIT_S = 600.0
 """How long a task that does not create the table waits for it before its first write."""
 CREATION_POLL_S = 1.0
@@ -170,7 +173,18 @@ class DeltaTable(SinkTable):
         struct = self.session.read.format("delta").load(self.path).schema
         return to_arrow_schema(struct, timezone="UTC")
 
-    def write(self, tables: Mapping[TopicPartition, pa.Table], last_offsets: Mapping[TopicPartition, int]) -> None:
+    def write(
+        self,
+        tables: Mapping[TopicPartition, pa.Table],
+        last_offsets: Mapping[TopicPartition, int],
+        change: SchemaChange = NO_CHANGE,
+    ) -> None:
+        """One commit per partition. With a ``change`` each commit merges the tables' columns into the table's
+        (Delta's ``mergeSchema``): the first commit of the write makes the change with its rows and ``txn``, the
+        others find it made. A widened type needs Delta's type widening (``delta.enableTypeWidening``), which is
+        enabled first by a commit that changes no column, so replaying it is harmless."""
+        if change.widened:
+            self.enable_type_widening(change)
         if self.coordinator and not self.exists():  # an append would create the table without its coordinator
             if self.creator:
                 self.prepare(next(iter(tables.values())).schema if tables else None)
@@ -187,6 +201,20 @@ class DeltaTable(SinkTable):
                 .option("txnAppId", self.txn_app_id(tp))
                 .option("txnVersion", str(last))
             )
+            if change:
+                writer = writer.option("mergeSchema", "true")
             if self.partition_by:
                 writer = writer.partitionBy(*self.partition_by)
             writer.save(self.path)
+
+    def enable_type_widening(self, change: SchemaChange) -> None:
+        """Set ``delta.enableTypeWidening`` on the table unless it is set (Delta's type widening: the table gains the
+        ``typeWidening`` feature, which its readers need Delta 3.2 or later for)."""
+        snapshot = self.snapshot()
+        if int(snapshot.version()) < 0:
+            return  # the write creates the table, with the wider types
+        found = snapshot.metadata().configuration().get(TYPE_WIDENING_PROPERTY)
+        if found.isDefined() and str(found.get()).lower() == "true":
+            return
+        log.warning("%s: enabling Delta's type widening for %s", self, ", ".join(change.widened))
+        self.session.sql(f"ALTER TABLE delta.`{self.path}` SET TBLPROPERTIES ('{TYPE_WIDENING_PROPERTY}' = 'true')")

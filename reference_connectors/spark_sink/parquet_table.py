@@ -36,7 +36,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from headwater.reference_connectors.spark_sink.hadoop_files import join
-from headwater.reference_connectors.spark_sink.table import SinkTable
+from headwater.reference_connectors.spark_sink.record_schema import SchemaChange
+from headwater.reference_connectors.spark_sink.table import NO_CHANGE, SinkTable
 from headwater.sdk import ConnectError, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -90,10 +91,16 @@ class ParquetTable(SinkTable):
         return found
 
     def schema(self) -> pa.Schema | None:
-        for manifest in reversed(self.read_manifests()):
-            if manifest.get("schema"):
-                return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(manifest["schema"])))
-        return None
+        """The columns of every manifest, merged: a column that a write added stays, whichever writer (another task
+        whose columns had not changed yet) committed last; a column a write widened has its widest type."""
+        found = [
+            pa.ipc.read_schema(pa.py_buffer(base64.b64decode(manifest["schema"])))
+            for manifest in self.read_manifests()
+            if manifest.get("schema")
+        ]
+        if not found:
+            return None
+        return pa.unify_schemas(found, promote_options="permissive") if len(found) > 1 else found[0]
 
     # ---- recovery --------------------------------------------------------------------------------------------
 
@@ -139,7 +146,14 @@ class ParquetTable(SinkTable):
 
     # ---- writing ---------------------------------------------------------------------------------------------
 
-    def write(self, tables: Mapping[TopicPartition, pa.Table], last_offsets: Mapping[TopicPartition, int]) -> None:
+    def write(
+        self,
+        tables: Mapping[TopicPartition, pa.Table],
+        last_offsets: Mapping[TopicPartition, int],
+        change: SchemaChange = NO_CHANGE,
+    ) -> None:
+        """One manifest: a change of columns is its ``schema``, so it lands with the rows (the files written with
+        the new columns) or not at all."""
         name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
         partitions = sorted(last_offsets)
         intent = {"app_id": self.app_id, "partitions": [[tp.topic, tp.partition] for tp in partitions]}

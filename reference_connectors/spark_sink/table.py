@@ -14,7 +14,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from headwater.reference_connectors.spark_sink.hadoop_files import HadoopFiles
+from headwater.reference_connectors.spark_sink.record_schema import SchemaChange
 from headwater.sdk import TopicPartition
+
+NO_CHANGE = SchemaChange()
 
 
 class SinkTable(ABC):
@@ -41,9 +44,15 @@ class SinkTable(ABC):
         """The columns of the table's data, or ``None`` while it has none."""
 
     @abstractmethod
-    def write(self, tables: Mapping[TopicPartition, pa.Table], last_offsets: Mapping[TopicPartition, int]) -> None:
+    def write(
+        self,
+        tables: Mapping[TopicPartition, pa.Table],
+        last_offsets: Mapping[TopicPartition, int],
+        change: SchemaChange = NO_CHANGE,
+    ) -> None:
         """Write the rows of every partition together with its last offset (which may belong to a record that was
-        not written, a dead letter); durable when this returns."""
+        not written, a dead letter); durable when this returns. ``change``: how the tables' columns differ from the
+        table's (new nullable columns, wider types), made by the same commit as the rows."""
 
     def unshared_hosts(self) -> list[str]:
         """The hosts of executors that do not see a file the driver writes into the table's directory, for a table
