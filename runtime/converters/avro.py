@@ -35,6 +35,7 @@ from headwater.runtime.converters.registry import (
     make_client,
     registry_config_def,
     unframe,
+    writer_schema,
 )
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConnectError
@@ -127,7 +128,6 @@ class AvroConverter:
         return writer
 
     def _make_writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
-        from confluent_kafka.schema_registry import Schema as RegistrySchema
         from fastavro import parse_schema
         from fastavro.schema import SchemaParseException
 
@@ -143,28 +143,10 @@ class AvroConverter:
                 f"the {self._part} schema for topic {topic!r} cannot be written in Avro: {error}"
             ) from None
         subject = settings.subject(topic, self.is_key, record_name(avro))
-        client = self._client
-        text = avro_text(avro)
-        if settings.auto_register:
-            schema_id = asking(
-                settings.urls,
-                f"register the schema of subject {subject}",
-                lambda: client.register_schema(subject, RegistrySchema(text, "AVRO"), settings.normalize),
-            )
-        elif settings.use_latest_version:
-            latest = asking(
-                settings.urls,
-                f"find the latest schema of subject {subject}",
-                lambda: client.get_latest_version(subject),
-            )
-            schema_id, avro = latest.schema_id, json.loads(latest.schema.schema_str)
-        else:
-            found = asking(
-                settings.urls,
-                f"find the schema of subject {subject} (auto.register.schemas=false)",
-                lambda: client.lookup_schema(subject, RegistrySchema(text, "AVRO"), settings.normalize),
-            )
-            schema_id = found.schema_id
+        writing = writer_schema(self._client, settings, subject, avro_text(avro), "AVRO")
+        schema_id = writing.schema_id
+        if writing.latest is not None:
+            avro = json.loads(writing.latest)
         try:
             parsed = parse_schema(avro)
         except (SchemaParseException, ValueError, TypeError, KeyError) as error:

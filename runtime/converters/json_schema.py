@@ -38,6 +38,7 @@ from headwater.runtime.converters.registry import (
     make_client,
     registry_config_def,
     unframe,
+    writer_schema,
 )
 from headwater.sdk.config import ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError, ConnectError
@@ -198,7 +199,6 @@ class JsonSchemaConverter:
         return writer
 
     def _make_writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
-        from confluent_kafka.schema_registry import Schema as RegistrySchema
 
         settings = self._settings()
         try:
@@ -209,32 +209,10 @@ class JsonSchemaConverter:
                 f"the {self._part} schema for topic {topic!r} cannot be written as a JSON Schema: {error}"
             ) from None
         subject = settings.subject(topic, self.is_key, record_name(written))
-        client = self._client
-        text = schema_text(written)
-        if settings.auto_register:
-            schema_id = asking(
-                settings.urls,
-                f"register the schema of subject {subject}",
-                lambda: client.register_schema(subject, RegistrySchema(text, "JSON"), settings.normalize),
-            )
-        elif settings.use_latest_version:
-            latest = asking(
-                settings.urls,
-                f"find the latest schema of subject {subject}",
-                lambda: client.get_latest_version(subject),
-            )
-            if latest.schema.schema_type != "JSON":
-                raise ConnectError(
-                    f"the latest schema of subject {subject} is a {latest.schema.schema_type} schema, not JSON"
-                )
-            schema_id, written = latest.schema_id, json.loads(latest.schema.schema_str)
-        else:
-            found = asking(
-                settings.urls,
-                f"find the schema of subject {subject} (auto.register.schemas=false)",
-                lambda: client.lookup_schema(subject, RegistrySchema(text, "JSON"), settings.normalize),
-            )
-            schema_id = found.schema_id
+        writing = writer_schema(self._client, settings, subject, schema_text(written), "JSON")
+        schema_id = writing.schema_id
+        if writing.latest is not None:
+            written = json.loads(writing.latest)
         return _Writer(int(schema_id), connect, _validator(written, f"schema id {schema_id}"))
 
     # ---- reading ------------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from headwater.runtime.converters.registry import (
     make_client,
     registry_config_def,
     unframe,
+    writer_schema,
 )
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConnectError
@@ -155,7 +156,6 @@ class ProtobufConverter:
         return writer
 
     def _make_writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
-        from confluent_kafka.schema_registry import Schema as RegistrySchema
 
         settings = self._settings()
         try:
@@ -169,30 +169,11 @@ class ProtobufConverter:
                 f"the {self._part} schema for topic {topic!r} cannot be written in Protobuf: {error}"
             ) from None
         subject = settings.subject(topic, self.is_key, root_name(schema))
-        client = self._client
-        text = proto_text(file)
-        if settings.auto_register:
-            schema_id = asking(
-                settings.urls,
-                f"register the schema of subject {subject}",
-                lambda: client.register_schema(subject, RegistrySchema(text, "PROTOBUF"), settings.normalize),
-            )
-            return _Writer(int(schema_id), _message_class([*known_files(), file], _full_name(file)), schema)
-        if settings.use_latest_version:
-            latest = asking(
-                settings.urls,
-                f"find the latest schema of subject {subject}",
-                lambda: client.get_latest_version(subject),
-            )
-            compiled = self._compile(int(latest.schema_id))
-            main = compiled.files[-1]
-            return _Writer(int(latest.schema_id), _message_class(compiled.files, _full_name(main)), schema)
-        found = asking(
-            settings.urls,
-            f"find the schema of subject {subject} (auto.register.schemas=false)",
-            lambda: client.lookup_schema(subject, RegistrySchema(text, "PROTOBUF"), settings.normalize),
-        )
-        return _Writer(int(found.schema_id), _message_class([*known_files(), file], _full_name(file)), schema)
+        writing = writer_schema(self._client, settings, subject, proto_text(file), "PROTOBUF")
+        if writing.latest is not None:
+            files = self._compile(writing.schema_id).files  # the latest schema's, compiled as a reader's
+            return _Writer(writing.schema_id, _message_class(files, _full_name(files[-1])), schema)
+        return _Writer(writing.schema_id, _message_class([*known_files(), file], _full_name(file)), schema)
 
     # ---- reading ------------------------------------------------------------------------------------------------
 

@@ -279,3 +279,44 @@ def asking(urls: list[str], what: str, call: Callable[[], T]) -> T:
         if type(error).__module__.startswith("httpx"):
             raise RetriableError(f"cannot reach the Schema Registry at {where} to {what}: {error!r}") from None
         raise
+
+
+@dataclass(frozen=True)
+class WriterSchema:
+    """The schema id a converter writes a subject's values with, and, where that is not the record's own schema,
+    the schema it names."""
+
+    schema_id: int
+    latest: str | None
+    """With ``use.latest.version``: the text of the subject's latest schema, which the values are written in; else
+    ``None`` (the record's own schema, registered under that id)."""
+
+
+def writer_schema(client: Any, settings: RegistrySettings, subject: str, text: str, schema_type: str) -> WriterSchema:
+    """Which schema values of ``text`` (a ``schema_type`` schema: AVRO, PROTOBUF or JSON) are written with under
+    ``subject``, by Confluent's serializers' rules: with ``auto.register.schemas`` (the default) ``text`` is
+    registered (the registry refuses an incompatible one); else with ``use.latest.version`` the subject's latest
+    schema is used; else ``text`` must already be registered under the subject."""
+    from confluent_kafka.schema_registry import Schema as RegistrySchema
+
+    if settings.auto_register:
+        registered = asking(
+            settings.urls,
+            f"register the schema of subject {subject}",
+            lambda: client.register_schema(subject, RegistrySchema(text, schema_type), settings.normalize),
+        )
+        return WriterSchema(int(registered), None)
+    if settings.use_latest_version:
+        latest = asking(
+            settings.urls, f"find the latest schema of subject {subject}", lambda: client.get_latest_version(subject)
+        )
+        found_type = latest.schema.schema_type or "AVRO"  # the registry leaves Avro's type out
+        if found_type != schema_type:
+            raise ConnectError(f"the latest schema of subject {subject} is a {found_type} schema, not {schema_type}")
+        return WriterSchema(int(latest.schema_id), latest.schema.schema_str)
+    found = asking(
+        settings.urls,
+        f"find the schema of subject {subject} (auto.register.schemas=false)",
+        lambda: client.lookup_schema(subject, RegistrySchema(text, schema_type), settings.normalize),
+    )
+    return WriterSchema(int(found.schema_id), None)
