@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import io
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from headwater.runtime.converters.avro_data import (
     SchemaError,
@@ -29,19 +28,14 @@ from headwater.runtime.converters.avro_data import (
     to_datum,
 )
 from headwater.runtime.converters.registry import (
-    RegistrySettings,
+    RegistryConverter,
     asking,
     frame,
-    make_client,
-    registry_config_def,
     unframe,
     writer_schema,
 )
-from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.schemas import AvroSchema, Schema
-
-_CACHE_SIZE = 1000
 
 
 @dataclass(frozen=True)
@@ -62,38 +56,22 @@ class _Reader:
     changes: bool
 
 
-class AvroConverter:
+class AvroConverter(RegistryConverter[_Writer]):
     """Avro in Confluent's wire format, with a Schema Registry."""
 
-    CONFIG: ClassVar[ConfigDef] = registry_config_def()
+    FORMAT = "Avro"
+    EXTRA = "avro"
+    MODULES = ("fastavro",)
 
     def __init__(self) -> None:
-        self.is_key = False
-        self.settings: RegistrySettings | None = None
-        self._client: Any = None
-        self._writers: OrderedDict[Any, tuple[Any, _Writer]] = OrderedDict()
+        super().__init__()
         self._readers: dict[int, _Reader] = {}
-
-    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        self.is_key = is_key
-        self.settings = RegistrySettings.of(self.CONFIG, config, is_key)
-        self._client = make_client(self.settings, "Avro", "avro", "fastavro")
-
-    def close(self) -> None:
-        """Close the registry client's connections."""
-        if self._client is not None:
-            self._client.close()
 
     # ---- writing ------------------------------------------------------------------------------------------------
 
     def from_connect(self, topic: str, schema: Mapping[str, Any] | AvroSchema | None, value: Any) -> bytes | None:
         if value is None:
             return None  # a tombstone stays a tombstone
-        if schema is None:
-            raise ConnectError(
-                f"the Avro converter needs the record's {self._part} schema for topic {topic!r}: give the record a "
-                f"{self._part}_schema (headwater.sdk.schemas), or use the JSON converter for schemaless data"
-            )
         writer = self._writer(topic, schema)
         datum = value if writer.connect is None else to_datum(writer.connect, value)
         from fastavro import schemaless_writer
@@ -106,26 +84,6 @@ class AvroConverter:
                 f"the {self._part} for topic {topic!r} does not match its Avro schema: {type(error).__name__}: {error}"
             ) from None
         return frame(writer.schema_id, out.getvalue())
-
-    @property
-    def _part(self) -> str:
-        return "key" if self.is_key else "value"
-
-    def _writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
-        """The writer of ``schema`` for ``topic``, cached by the schema object and then by its content."""
-        by_object = (topic, id(schema))
-        found = self._writers.get(by_object)
-        if found is not None and found[0] is schema:
-            return found[1]
-        text = schema.text if isinstance(schema, AvroSchema) else json.dumps(schema, sort_keys=True)
-        by_content = (topic, text)
-        cached = self._writers.get(by_content)
-        writer = cached[1] if cached is not None else self._make_writer(topic, schema)
-        self._writers[by_content] = (text, writer)
-        self._writers[by_object] = (schema, writer)
-        while len(self._writers) > _CACHE_SIZE:
-            self._writers.popitem(last=False)
-        return writer
 
     def _make_writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
         from fastavro import parse_schema
@@ -155,15 +113,7 @@ class AvroConverter:
             ) from None
         return _Writer(int(schema_id), parsed, connect if connect is not None and needs_datum_change(connect) else None)
 
-    def _settings(self) -> RegistrySettings:
-        if self.settings is None:
-            raise ConnectError("the Avro converter was used before it was configured")
-        return self.settings
-
     # ---- reading ------------------------------------------------------------------------------------------------
-
-    def to_connect(self, topic: str, data: bytes | None) -> Any:
-        return self.to_connect_data(topic, data)[1]
 
     def to_connect_data(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         """The Connect schema and value of a message's key or value (``None, None`` for a tombstone)."""

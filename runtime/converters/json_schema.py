@@ -16,7 +16,6 @@ against it when ``json.fail.invalid.schema`` is true (Confluent's key; false by 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -32,10 +31,9 @@ from headwater.runtime.converters.json_schema_data import (
 )
 from headwater.runtime.converters.json_schema_values import dumps, loads, to_connect_value, to_json_value
 from headwater.runtime.converters.registry import (
-    RegistrySettings,
+    RegistryConverter,
     asking,
     frame,
-    make_client,
     registry_config_def,
     unframe,
     writer_schema,
@@ -44,7 +42,6 @@ from headwater.sdk.config import ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError, ConnectError
 from headwater.sdk.schemas import AvroSchema, Schema
 
-_CACHE_SIZE = 1000
 DECIMAL_FORMAT = "decimal.format"
 ADDITIONAL_PROPERTIES = "object.additional.properties"
 OPTIONAL_FOR_NONREQUIRED = "use.optional.for.nonrequired"
@@ -124,56 +121,35 @@ class _Reader:
     """jsonschema's validator of the writer's schema, with ``json.fail.invalid.schema``; else ``None``."""
 
 
-class JsonSchemaConverter:
+class JsonSchemaConverter(RegistryConverter[_Writer]):
     """JSON with a JSON Schema in Confluent's wire format, with a Schema Registry."""
 
     CONFIG: ClassVar[ConfigDef] = _config_def()
+    FORMAT = "JSON Schema"
+    EXTRA = "jsonschema"
+    MODULES = ("jsonschema",)
 
     def __init__(self) -> None:
-        self.is_key = False
-        self.settings: RegistrySettings | None = None
+        super().__init__()
         self.numeric_decimals = False
         self.additional_properties = True
         self.optional_for_nonrequired = False
         self.validate_reads = False
-        self._client: Any = None
-        self._writers: OrderedDict[Any, tuple[Any, _Writer]] = OrderedDict()
         self._readers: dict[int, _Reader] = {}
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        self.is_key = is_key
-        self.settings = RegistrySettings.of(self.CONFIG, config, is_key)
+        super().configure(config, is_key)
         own = own_settings(self.CONFIG, config)
         self.numeric_decimals = str(own[DECIMAL_FORMAT]).upper() == "NUMERIC"
         self.additional_properties = bool(own[ADDITIONAL_PROPERTIES])
         self.optional_for_nonrequired = bool(own[OPTIONAL_FOR_NONREQUIRED])
         self.validate_reads = bool(own[FAIL_INVALID_SCHEMA])
-        self._client = make_client(self.settings, "JSON Schema", "jsonschema", "jsonschema")
-
-    def close(self) -> None:
-        """Close the registry client's connections."""
-        if self._client is not None:
-            self._client.close()
-
-    @property
-    def _part(self) -> str:
-        return "key" if self.is_key else "value"
-
-    def _settings(self) -> RegistrySettings:
-        if self.settings is None:
-            raise ConnectError("the JSON Schema converter was used before it was configured")
-        return self.settings
 
     # ---- writing ------------------------------------------------------------------------------------------------
 
     def from_connect(self, topic: str, schema: Mapping[str, Any] | AvroSchema | None, value: Any) -> bytes | None:
         if value is None:
             return None  # a tombstone stays a tombstone
-        if schema is None:
-            raise ConnectError(
-                f"the JSON Schema converter needs the record's {self._part} schema for topic {topic!r}: give the "
-                f"record a {self._part}_schema (headwater.sdk.schemas), or use the JSON converter for schemaless data"
-            )
         writer = self._writer(topic, schema)
         try:
             payload = to_json_value(writer.connect, value, self.numeric_decimals)
@@ -181,22 +157,6 @@ class JsonSchemaConverter:
             raise ConnectError(f"the {self._part} for topic {topic!r} does not match its schema at {error}") from None
         _validate(writer.validator, payload, f"the {self._part} for topic {topic!r} (schema id {writer.schema_id})")
         return frame(writer.schema_id, dumps(payload).encode("utf-8"))
-
-    def _writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
-        """The writer of ``schema`` for ``topic``, cached by the schema object and then by its content."""
-        by_object = (topic, id(schema))
-        found = self._writers.get(by_object)
-        if found is not None and found[0] is schema:
-            return found[1]
-        text = schema.text if isinstance(schema, AvroSchema) else json.dumps(schema, sort_keys=True, default=str)
-        by_content = (topic, isinstance(schema, AvroSchema), text)
-        cached = self._writers.get(by_content)
-        writer = cached[1] if cached is not None else self._make_writer(topic, schema)
-        self._writers[by_content] = (text, writer)
-        self._writers[by_object] = (schema, writer)
-        while len(self._writers) > _CACHE_SIZE:
-            self._writers.popitem(last=False)
-        return writer
 
     def _make_writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
 
@@ -216,9 +176,6 @@ class JsonSchemaConverter:
         return _Writer(int(schema_id), connect, _validator(written, f"schema id {schema_id}"))
 
     # ---- reading ------------------------------------------------------------------------------------------------
-
-    def to_connect(self, topic: str, data: bytes | None) -> Any:
-        return self.to_connect_data(topic, data)[1]
 
     def to_connect_data(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         """The Connect schema and value of a message's key or value (``None, None`` for a tombstone)."""

@@ -20,12 +20,10 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import json
 import re
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from headwater.runtime.converters.protobuf_data import (
     SchemaError,
@@ -37,19 +35,15 @@ from headwater.runtime.converters.protobuf_data import (
 from headwater.runtime.converters.protobuf_text import compile_proto, is_known, known_files, proto_text
 from headwater.runtime.converters.protobuf_values import fill, read
 from headwater.runtime.converters.registry import (
-    RegistrySettings,
+    RegistryConverter,
     asking,
     frame,
-    make_client,
-    registry_config_def,
     unframe,
     writer_schema,
 )
-from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.schemas import AvroSchema, Schema
 
-_CACHE_SIZE = 1000
 _FIRST_MESSAGE = b"\x00"
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
 
@@ -75,56 +69,28 @@ class _Compiled:
     types: Types
 
 
-class ProtobufConverter:
+class ProtobufConverter(RegistryConverter[_Writer]):
     """Protobuf in Confluent's wire format, with a Schema Registry."""
 
-    CONFIG: ClassVar[ConfigDef] = registry_config_def()
+    FORMAT = "Protobuf"
+    EXTRA = "protobuf"
+    MODULES = (
+        "confluent_kafka.schema_registry.confluent.meta_pb2",
+        "google.protobuf.message_factory",
+        "google.type.date_pb2",
+        "grpc_tools.protoc",
+    )
 
     def __init__(self) -> None:
-        self.is_key = False
-        self.settings: RegistrySettings | None = None
-        self._client: Any = None
-        self._writers: OrderedDict[Any, tuple[Any, _Writer]] = OrderedDict()
+        super().__init__()
         self._compiled: dict[int, _Compiled] = {}
         self._readers: dict[tuple[int, tuple[int, ...]], _Reader] = {}
-
-    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        self.is_key = is_key
-        self.settings = RegistrySettings.of(self.CONFIG, config, is_key)
-        self._client = make_client(
-            self.settings,
-            "Protobuf",
-            "protobuf",
-            "confluent_kafka.schema_registry.confluent.meta_pb2",
-            "google.protobuf.message_factory",
-            "google.type.date_pb2",
-            "grpc_tools.protoc",
-        )
-
-    def close(self) -> None:
-        """Close the registry client's connections."""
-        if self._client is not None:
-            self._client.close()
-
-    @property
-    def _part(self) -> str:
-        return "key" if self.is_key else "value"
-
-    def _settings(self) -> RegistrySettings:
-        if self.settings is None:
-            raise ConnectError("the Protobuf converter was used before it was configured")
-        return self.settings
 
     # ---- writing ------------------------------------------------------------------------------------------------
 
     def from_connect(self, topic: str, schema: Mapping[str, Any] | AvroSchema | None, value: Any) -> bytes | None:
         if value is None:
             return None  # a tombstone stays a tombstone
-        if schema is None:
-            raise ConnectError(
-                f"the Protobuf converter needs the record's {self._part} schema for topic {topic!r}: give the record "
-                f"a {self._part}_schema (headwater.sdk.schemas), or use the JSON converter for schemaless data"
-            )
         writer = self._writer(topic, schema)
         message = writer.message_class()
         try:
@@ -138,22 +104,6 @@ class ProtobufConverter:
                 f"{type(error).__name__}: {error}"
             ) from None
         return frame(writer.schema_id, _FIRST_MESSAGE + payload)
-
-    def _writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
-        """The writer of ``schema`` for ``topic``, cached by the schema object and then by its content."""
-        by_object = (topic, id(schema))
-        found = self._writers.get(by_object)
-        if found is not None and found[0] is schema:
-            return found[1]
-        text = schema.text if isinstance(schema, AvroSchema) else json.dumps(schema, sort_keys=True, default=str)
-        by_content = (topic, text)
-        cached = self._writers.get(by_content)
-        writer = cached[1] if cached is not None else self._make_writer(topic, schema)
-        self._writers[by_content] = (text, writer)
-        self._writers[by_object] = (schema, writer)
-        while len(self._writers) > _CACHE_SIZE:
-            self._writers.popitem(last=False)
-        return writer
 
     def _make_writer(self, topic: str, schema: Mapping[str, Any] | AvroSchema) -> _Writer:
 
@@ -176,9 +126,6 @@ class ProtobufConverter:
         return _Writer(writing.schema_id, _message_class([*known_files(), file], _full_name(file)), schema)
 
     # ---- reading ------------------------------------------------------------------------------------------------
-
-    def to_connect(self, topic: str, data: bytes | None) -> Any:
-        return self.to_connect_data(topic, data)[1]
 
     def to_connect_data(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         """The Connect schema and value of a message's key or value (``None, None`` for a tombstone)."""

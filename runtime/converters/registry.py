@@ -10,16 +10,20 @@ Confluent's REST API serves it.
 from __future__ import annotations
 
 import importlib
+import json
 import struct
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from headwater.runtime.converters.base import own_settings
 from headwater.sdk.config import ConfigDef, Importance, Type, one_of
 from headwater.sdk.errors import ConfigError, ConnectError, RetriableError
+from headwater.sdk.schemas import AvroSchema, Schema
 
 T = TypeVar("T")
+W = TypeVar("W")
 
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")
@@ -320,3 +324,79 @@ def writer_schema(client: Any, settings: RegistrySettings, subject: str, text: s
         lambda: client.lookup_schema(subject, RegistrySchema(text, schema_type), settings.normalize),
     )
     return WriterSchema(int(found.schema_id), None)
+
+
+WRITERS_CACHED = 1000
+"""How many schemas' writers a converter keeps (the least recently made go first)."""
+
+
+class RegistryConverter(Generic[W]):
+    """What the Schema Registry converters share: the registry keys and client, the writers of the schemas records
+    come with (``W``, made by :meth:`_make_writer`), cached by the schema object and then by its content, and the
+    refusal of a record without a schema. Each format's converter writes and reads its own encoding."""
+
+    CONFIG: ClassVar[ConfigDef] = registry_config_def()
+    FORMAT: ClassVar[str]
+    """The format's name in messages: Avro, Protobuf, JSON Schema."""
+    EXTRA: ClassVar[str]
+    """The extra that installs what the format needs."""
+    MODULES: ClassVar[tuple[str, ...]] = ()
+    """The modules of that extra the converter imports."""
+
+    def __init__(self) -> None:
+        self.is_key = False
+        self.settings: RegistrySettings | None = None
+        self._client: Any = None
+        self._writers: OrderedDict[Any, tuple[Any, W]] = OrderedDict()
+
+    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
+        self.is_key = is_key
+        self.settings = RegistrySettings.of(self.CONFIG, config, is_key)
+        self._client = make_client(self.settings, self.FORMAT, self.EXTRA, *self.MODULES)
+
+    def close(self) -> None:
+        """Close the registry client's connections."""
+        if self._client is not None:
+            self._client.close()
+
+    @property
+    def _part(self) -> str:
+        return "key" if self.is_key else "value"
+
+    def _settings(self) -> RegistrySettings:
+        if self.settings is None:
+            raise ConnectError(f"the {self.FORMAT} converter was used before it was configured")
+        return self.settings
+
+    def to_connect(self, topic: str, data: bytes | None) -> Any:
+        return self.to_connect_data(topic, data)[1]
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
+        """The Connect schema and value of a message's key or value (``None, None`` for a tombstone)."""
+        raise NotImplementedError
+
+    def _writer(self, topic: str, schema: Schema | AvroSchema | None) -> W:
+        """The writer of ``schema`` for ``topic``, cached by the schema object and then by its content; a record
+        without a schema is refused, as the format has none to infer it from."""
+        if schema is None:
+            raise ConnectError(
+                f"the {self.FORMAT} converter needs the record's {self._part} schema for topic {topic!r}: give the "
+                f"record a {self._part}_schema (headwater.sdk.schemas), or use the JSON converter for schemaless data"
+            )
+        by_object = (topic, id(schema))
+        found = self._writers.get(by_object)
+        if found is not None and found[0] is schema:
+            return found[1]
+        text = schema.text if isinstance(schema, AvroSchema) else json.dumps(schema, sort_keys=True, default=str)
+        by_content = (topic, isinstance(schema, AvroSchema), text)
+        cached = self._writers.get(by_content)
+        writer = cached[1] if cached is not None else self._make_writer(topic, schema)
+        self._writers[by_content] = (text, writer)
+        self._writers[by_object] = (schema, writer)
+        while len(self._writers) > WRITERS_CACHED:
+            self._writers.popitem(last=False)
+        return writer
+
+    def _make_writer(self, topic: str, schema: Schema | AvroSchema) -> W:
+        """How to write values of ``schema`` to ``topic``: mapped to the format and its id found in the registry."""
+        raise NotImplementedError
