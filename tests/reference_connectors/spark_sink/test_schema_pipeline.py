@@ -27,6 +27,9 @@ from support.scratch import ScratchDatabase
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.spark]
 
 Make = Callable[..., SimulatedWorker]
+DEADLINE_MS = 600_000
+"""Virtual time for each wait: generous, because each step of the worker waits on the real broker, database and
+Spark, and a loaded machine needs more steps for the same progress (the condition, not the time, is the test)."""
 BEFORE, AFTER = 12, 12
 """Rows inserted before the column is added (the snapshot's and the stream's), and after it."""
 
@@ -103,15 +106,15 @@ def test_a_column_added_mid_stream_reaches_delta_through_avro_with_every_change_
             "write.background": "false",  # a background write takes real time the virtual clock does not wait for
         },
     )
-    worker.run_until(lambda: written(worker, "delta") >= BEFORE // 2, what="the snapshot in Delta")
+    worker.run_until(lambda: written(worker, "delta") >= BEFORE // 2, DEADLINE_MS, "the snapshot in Delta")
     database.execute(*(insert(n, note=False) for n in range(BEFORE // 2, BEFORE)))
-    worker.run_until(lambda: written(worker, "delta") >= BEFORE, what=f"{BEFORE} rows in Delta")
+    worker.run_until(lambda: written(worker, "delta") >= BEFORE, DEADLINE_MS, f"{BEFORE} rows in Delta")
 
     database.execute("ALTER TABLE orders ADD COLUMN note TEXT")
     database.execute(*(insert(n, note=True) for n in range(BEFORE, BEFORE + AFTER)))
     database.execute("UPDATE orders SET note = 'changed' WHERE id = 0", "DELETE FROM orders WHERE id = 1")
     events = BEFORE + AFTER + 2
-    worker.run_until(lambda: written(worker, "delta") >= events, what=f"{events} rows in Delta")
+    worker.run_until(lambda: written(worker, "delta") >= events, DEADLINE_MS, f"{events} rows in Delta")
 
     rows = sorted(lake.rows(table, "delta"), key=lambda row: row["kafka_offset"])  # one partition: commit order
     where = Counter((row["kafka_partition"], row["kafka_offset"]) for row in rows)
