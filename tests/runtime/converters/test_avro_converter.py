@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -19,7 +19,6 @@ from confluent_kafka.schema_registry import (
     topic_record_subject_name_strategy,
 )
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
 
 from headwater.runtime.converters import AvroConverter, load_converter, load_header_converter
 from headwater.runtime.plugin_catalog import plugin_descs
@@ -47,6 +46,7 @@ from headwater.sdk.schemas import (
     decimal as decimal_schema,
 )
 from support.databases import free_port
+from support.registry_converters import context, made
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -91,26 +91,8 @@ VALUE = {
 }
 
 
-@pytest.fixture(autouse=True)
-def closed() -> Iterator[None]:
-    """Every converter a test makes is closed after it (its registry client's connections)."""
-    yield
-    while MADE:
-        MADE.pop().close()
-
-
-MADE: list[AvroConverter] = []
-
-
 def converter(url: str, is_key: bool = False, **settings: str) -> AvroConverter:
-    made = load_converter("io.confluent.connect.avro.AvroConverter", {"schema.registry.url": url, **settings}, is_key)
-    assert isinstance(made, AvroConverter)
-    MADE.append(made)
-    return made
-
-
-def context(topic: str) -> SerializationContext:
-    return SerializationContext(topic, MessageField.VALUE)
+    return made(AvroConverter, "io.confluent.connect.avro.AvroConverter", url, is_key, settings)
 
 
 def subjects(url: str) -> list[str]:

@@ -8,14 +8,12 @@ import base64
 import datetime
 import decimal
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
 
 from headwater.runtime.converters import JsonSchemaConverter, load_converter, load_header_converter
 from headwater.runtime.converters.logical import decimal_bytes
@@ -44,6 +42,7 @@ from headwater.sdk.schemas import (
     decimal as decimal_schema,
 )
 from support.databases import free_port
+from support.registry_converters import context, made
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -112,28 +111,8 @@ PAYLOAD: dict[str, Any] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def closed() -> Iterator[None]:
-    """Every converter a test makes is closed after it (its registry client's connections)."""
-    yield
-    while MADE:
-        MADE.pop().close()
-
-
-MADE: list[JsonSchemaConverter] = []
-
-
 def converter(url: str, is_key: bool = False, **settings: str) -> JsonSchemaConverter:
-    made = load_converter(
-        "io.confluent.connect.json.JsonSchemaConverter", {"schema.registry.url": url, **settings}, is_key
-    )
-    assert isinstance(made, JsonSchemaConverter)
-    MADE.append(made)
-    return made
-
-
-def context(topic: str) -> SerializationContext:
-    return SerializationContext(topic, MessageField.VALUE)
+    return made(JsonSchemaConverter, "io.confluent.connect.json.JsonSchemaConverter", url, is_key, settings)
 
 
 def registered(url: str, subject: str) -> Any:

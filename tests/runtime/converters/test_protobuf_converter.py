@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import io
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,7 +17,6 @@ from confluent_kafka.schema_registry.common.serde import SchemaId
 from confluent_kafka.schema_registry.confluent.type.decimal_utils import from_proto_decimal, to_proto_decimal
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
 
 from headwater.runtime.converters import ProtobufConverter, load_converter, load_header_converter
@@ -48,6 +46,7 @@ from headwater.sdk.schemas import (
     decimal as decimal_schema,
 )
 from support.databases import free_port
+from support.registry_converters import context, made
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -95,28 +94,8 @@ VALUE: dict[str, Any] = {
 TAG = "io.confluent.connect.protobuf.Tag"
 
 
-@pytest.fixture(autouse=True)
-def closed() -> Iterator[None]:
-    """Every converter a test makes is closed after it (its registry client's connections)."""
-    yield
-    while MADE:
-        MADE.pop().close()
-
-
-MADE: list[ProtobufConverter] = []
-
-
 def converter(url: str, is_key: bool = False, **settings: str) -> ProtobufConverter:
-    made = load_converter(
-        "io.confluent.connect.protobuf.ProtobufConverter", {"schema.registry.url": url, **settings}, is_key
-    )
-    assert isinstance(made, ProtobufConverter)
-    MADE.append(made)
-    return made
-
-
-def context(topic: str) -> SerializationContext:
-    return SerializationContext(topic, MessageField.VALUE)
+    return made(ProtobufConverter, "io.confluent.connect.protobuf.ProtobufConverter", url, is_key, settings)
 
 
 def subjects(url: str) -> list[str]:
