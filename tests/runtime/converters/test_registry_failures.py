@@ -1,6 +1,7 @@
-"""The Avro converter's failures in a running task: a registry that does not answer is retried under the task's
-``errors.retry.timeout`` and then fails the task naming the registry; under ``errors.tolerance=all`` a message the
-converter cannot read goes to the dead-letter queue with the reason, and the rest reach the sink."""
+"""The Schema Registry converters' failures in a running task: for each of them, a registry that does not answer is
+retried under the task's ``errors.retry.timeout`` and then fails the task naming the registry; under
+``errors.tolerance=all`` a message the Avro converter cannot read goes to the dead-letter queue with the reason, and
+the rest reach the sink."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ Make = Callable[..., SimulatedWorker]
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
+@pytest.mark.parametrize("converter", ["avro", "protobuf", "jsonschema"])
 def test_an_unreachable_registry_is_retried_then_fails_the_task_naming_it(
-    make_simulated_worker: Make, unique_name: str
+    converter: str, make_simulated_worker: Make, unique_name: str
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     worker = make_simulated_worker()
@@ -33,7 +35,7 @@ def test_an_unreachable_registry_is_retried_then_fails_the_task_naming_it(
         SchemaSource,
         {
             "topic": topic,
-            "value.converter": "avro",
+            "value.converter": converter,
             "value.converter.schema.registry.url": url,
             "errors.retry.timeout": "5000",
             "errors.retry.delay.max.ms": "1000",
