@@ -3,8 +3,9 @@ are), the registry client made from them, subject names, Confluent's wire framin
 into errors that say what went wrong.
 
 Confluent's framing: a magic byte 0, the schema's id as 4 big-endian bytes, then the payload. The client is
-confluent-kafka's ``SchemaRegistryClient`` (the ``avro`` extra), which caches ids and schemas; any server speaking
-Confluent's REST API serves it.
+confluent-kafka's ``SchemaRegistryClient`` (in each format's extra: ``avro``, ``protobuf``, ``jsonschema``), which
+caches ids and schemas; any server speaking Confluent's REST API serves it. :class:`RegistryConverter` is the base
+of the three converters.
 """
 
 from __future__ import annotations
