@@ -1,0 +1,124 @@
+"""docs/migration.md: each Java example config is refused naming the Headwater connector its section maps it to;
+each key of a Java example is in its section's table, and each Headwater key the table names exists; and the
+examples run on the real broker: the MirrorMaker 2 one copies topics with their keys, values, headers and
+timestamps, and the Debezium one, on PostgreSQL, fills topics that a consumer unwrapping Debezium's envelope reads
+as the table's rows. (The S3 sink's example runs beside the Spark sink's tests, which hold the S3 server and the
+Spark session: tests/reference_connectors/spark_sink/test_migration_example.py.)"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from headwater.harness import SimulatedWorker
+from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
+from headwater.runtime.config.worker import STANDALONE_CONFIG
+from headwater.runtime.plugins import resolve_connector_class
+from headwater.sdk.errors import ConfigError
+from support.migration_guide import Migration, migrations, rewritten
+
+GUIDE = migrations()
+Make = Callable[..., SimulatedWorker]
+KEY = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$")
+
+
+def test_the_guide_maps_the_three_connectors() -> None:
+    assert sorted(GUIDE) == ["jdbc-cdc", "kafka-mirror", "spark-sink"]
+
+
+@pytest.mark.parametrize("name", sorted(GUIDE))
+def test_the_java_example_is_refused_naming_its_headwater_connector(name: str) -> None:
+    java_class = GUIDE[name].java["connector.class"]
+    with pytest.raises(ConfigError) as refused:
+        resolve_connector_class(java_class, allowed_modules=())
+    message = str(refused.value)
+    assert name in message and "Java" in message, message
+    assert "allowed.modules" not in message, message
+
+
+@pytest.mark.parametrize("name", sorted(GUIDE))
+def test_every_key_of_the_java_example_is_in_the_table(name: str) -> None:
+    migration = GUIDE[name]
+    listed = migration.java_keys_in_table()
+    prefixes = tuple(key[:-1] for key in listed if key.endswith("*"))
+    missing = [key for key in migration.java if key not in listed and not key.startswith(prefixes)]
+    assert missing == [], f"{migration.title}: Java keys the table does not map"
+
+
+def headwater_keys(migration: Migration) -> set[str]:
+    """The config keys the table's Headwater column names (``key=value`` cells by their key)."""
+    found = set()
+    for _, cell in migration.rows:
+        for code in re.findall(r"`([^`]+)`", cell):
+            key = code.split("=")[0]
+            if KEY.match(key) and "*" not in key and "<" not in key:
+                found.add(key)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(GUIDE))
+def test_every_headwater_key_the_table_names_exists(name: str) -> None:
+    connector = resolve_connector_class(name)()
+    known = set(connector.config_def().keys) | set(STANDALONE_CONFIG.keys)
+    passthrough = ("spark.", "source.", "connector.consumer.", "connector.admin.", "key.converter.", "value.converter.")
+    unknown = sorted(k for k in headwater_keys(GUIDE[name]) if k not in known and not k.startswith(passthrough))
+    assert unknown == []
+
+
+@pytest.fixture
+def kafka_worker(kafka_bootstrap: str) -> Iterator[Make]:
+    """``kafka_worker(config)``: a worker on the real broker, stepped on its virtual clock; closed after the test."""
+    made: list[KafkaSteppedWorker] = []
+
+    def make(config: dict[str, Any]) -> KafkaSteppedWorker:
+        made.append(KafkaSteppedWorker(kafka_bootstrap, config))
+        return made[-1]
+
+    yield make
+    for worker in made:
+        worker.close()
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int) -> list[tuple[Any, ...]]:
+    """``count`` records with keys, values, headers (on every other one) and timestamps, spread over partitions."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    sent = []
+    for n in range(count):
+        headers = [("trace", b"\x00\xff%d" % n)] if n % 2 else []
+        record = (n % partitions, b"k%d" % n, b"v%d" % n, tuple(headers), 1_700_000_000_000 + n)
+        producer.produce(topic, record[2], record[1], record[0], timestamp=record[4], headers=headers or None)
+        sent.append(record)
+    assert producer.flush(30) == 0
+    return sent
+
+
+@pytest.mark.kafka
+def test_the_mirrormaker_example_copies_topics_with_keys_values_headers_and_timestamps(
+    kafka_bootstrap: str, unique_name: str, kafka_worker: Make
+) -> None:
+    """The worker's cluster is the source too: the copies' prefix keeps them out of the whitelist."""
+    inspector = KafkaInspector(kafka_bootstrap)
+    orders, payments = f"{unique_name}-orders", f"{unique_name}-payments-eu"
+    inspector.create_topic(orders, partitions=2)
+    inspector.create_topic(payments)
+    sent = {orders: produce(kafka_bootstrap, orders, 40, 2), payments: produce(kafka_bootstrap, payments, 10, 1)}
+    config = rewritten(
+        GUIDE["kafka-mirror"].headwater,
+        {"orders": orders, "payments-": f"{unique_name}-payments-"},
+        source_bootstrap_servers=kafka_bootstrap,
+        source_group_id=unique_name,
+    )
+    worker = kafka_worker({"offset.flush.interval.ms": 100})
+    worker.add_connector(unique_name, config.pop("connector.class"), config)
+
+    def copied(topic: str) -> list[tuple[Any, ...]]:
+        """The copy's records without their partition, which the destination's partitioner chose."""
+        return [(m.key, m.value, tuple(m.headers or ()), m.timestamp) for m in inspector.messages(f"primary.{topic}")]
+
+    for topic, records in sent.items():
+        worker.run_until(lambda t=topic: len(copied(t)) >= len(sent[t]), 120_000, f"the copy of {topic}")
+        assert sorted(copied(topic)) == sorted(record[1:] for record in records)
