@@ -16,6 +16,7 @@ from typing import Any
 
 import pluggy
 
+from headwater.runtime.java_plugins import CONNECTORS, refuse_java
 from headwater.sdk import CONNECTOR_ENTRY_POINT_GROUP, PLUGIN_ENTRY_POINT_GROUP, hookspecs
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.errors import ConfigError
@@ -196,9 +197,11 @@ def resolve_connector_class(
     spec: str | type[Connector], key: str = "connector.class", allowed_modules: Sequence[str] | None = None
 ) -> type[Connector]:
     """Find a connector class by entry-point name, class name of an installed connector, or import path
-    (``package.module:Class`` or ``package.module.Class``). With ``allowed_modules`` (the worker's
-    ``connector.class.allowed.modules``) an import path is refused before anything is imported unless its module is
-    inside one of them; ``None`` is for a spec the worker already trusts (a stored config, a class)."""
+    (``package.module:Class`` or ``package.module.Class``). A Java class name (Kafka Connect's, Confluent's,
+    Debezium's) is refused naming Headwater's counterpart, if any, before any module is allowed or imported. With
+    ``allowed_modules`` (the worker's ``connector.class.allowed.modules``) an import path is refused before anything
+    is imported unless its module is inside one of them; ``None`` is for a spec the worker already trusts (a stored
+    config, a class)."""
     if isinstance(spec, type):
         if issubclass(spec, Connector):
             return spec
@@ -211,6 +214,8 @@ def resolve_connector_class(
     for cls in installed.values():
         if spec in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
             return cls
+    known = ", ".join(sorted(installed)) or "none installed"
+    refuse_java(key, spec, CONNECTORS, f"installed connectors: {known}")
     module_name, _, attr = spec.partition(":") if ":" in spec else spec.rpartition(".")
     if _is_import_path(module_name, attr):
         refuse_unless_allowed(key, spec, module_name, allowed_modules)
@@ -223,7 +228,6 @@ def resolve_connector_class(
         if inspect.isabstract(loaded):
             raise ConfigError(key, spec, "Class is abstract: it does not implement every method a connector must")
         return loaded
-    known = ", ".join(sorted(installed)) or "none installed"
     raise ConfigError(key, spec, f"Unknown connector; installed connectors: {known}")
 
 

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("package", ("headwater",)),
     ("sdk", ("headwater.sdk",)),
     ("reference connectors", ("headwater.reference_connectors",)),
-    ("core", (f"{R}.clock", f"{R}.errors", f"{R}.plugins")),
+    ("core", (f"{R}.clock", f"{R}.errors", f"{R}.java_plugins", f"{R}.plugins")),
     ("transport", (f"{R}.transport",)),
     ("storage", (f"{R}.storage",)),
     ("converters", (f"{R}.converters",)),

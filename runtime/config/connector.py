@@ -31,7 +31,8 @@ CONNECTOR_CONFIG = (
         "connector.class",
         Type.CLASS,
         documentation="Connector class: entry-point name, or an import path under a module the worker's "
-        "connector.class.allowed.modules allows.",
+        "connector.class.allowed.modules allows. A Java class name (Kafka Connect's, Confluent's, Debezium's) is "
+        "refused naming Headwater's counterpart, if any (MirrorSourceConnector: kafka-mirror).",
         importance=Importance.HIGH,
     )
     .define("tasks.max", Type.INT, 1, Importance.HIGH, "Most tasks the connector may run.", at_least(1))

@@ -19,6 +19,8 @@ from headwater.runtime.converters.builtin import (
 )
 from headwater.runtime.converters.json_schema import JsonSchemaConverter
 from headwater.runtime.converters.protobuf import ProtobufConverter
+from headwater.runtime.java_plugins import CONVERTERS as JAVA_CONVERTERS
+from headwater.runtime.java_plugins import refuse_java
 from headwater.runtime.plugins import refuse_unless_allowed
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.errors import ConfigError
@@ -69,6 +71,7 @@ def _load_class(spec: str, key: str, builtin: Mapping[str, type], allowed_module
         module_name, _, attr = name.partition(":") if ":" in name else name.rpartition(".")
         if not (module_name and attr):
             raise ConfigError(key, spec, f"Unknown converter; {_HINT}")
+        refuse_java(key, name, JAVA_CONVERTERS, f"use one of {_BUILT_IN}")
         refuse_unless_allowed(key, spec, module_name, allowed_modules, "Converter classes", _BUILT_IN)
         try:
             cls = getattr(importlib.import_module(module_name), attr)

@@ -19,6 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 from headwater.runtime.config.transform_keys import CHAIN_CONFIG, PREDICATES, TRANSFORMS, aliases
+from headwater.runtime.java_plugins import TRANSFORMATIONS as JAVA_TRANSFORMATIONS
+from headwater.runtime.java_plugins import refuse_java
 from headwater.runtime.plugins import import_allowed, installed_entry_points
 from headwater.runtime.transforms.builtins import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from headwater.runtime.transforms.chain import TransformationChain, TransformStage
@@ -59,6 +61,7 @@ def resolve(
             except Exception as error:
                 raise ConfigError(key, spec, f"Cannot load the installed {kind} {text}: {error!r}") from None
         else:
+            _refuse_java(text, key, kind, builtins, installed)
             found = _imported(text, key, kind, allowed_modules)
     if not (isinstance(found, type) and issubclass(found, base)):
         raise ConfigError(key, spec, f"Class is not a {base.__name__} ({base.__module__}.{base.__name__})")
@@ -68,6 +71,18 @@ def resolve(
         hint = f"; did you mean {' or '.join(variants)}?" if variants else ""
         raise ConfigError(key, spec, f"Class is abstract and cannot be created{hint}")
     return found
+
+
+def _refuse_java(spec: str, key: str, kind: str, builtins: Mapping[str, Any], installed: Mapping[str, Any]) -> None:
+    """Refuse a Java class name before any import: Kafka's abstract ``InsertField`` & co. naming their ``$Key`` and
+    ``$Value`` built-ins, another Java class naming Headwater's counterpart or else what is built in and installed."""
+    variants = [name for name in builtins if name.startswith(f"{spec}$")]
+    if variants:
+        raise ConfigError(key, spec, f"Class is abstract and cannot be created; did you mean {' or '.join(variants)}?")
+    shown = (name.replace("$Key", "$Key/$Value") for name in builtins if "." not in name and "$Value" not in name)
+    short = dict.fromkeys(shown)
+    instead = f"built-in {kind}s: {', '.join(short)}; installed: {', '.join(sorted(installed)) or 'none'}"
+    refuse_java(key, spec, JAVA_TRANSFORMATIONS if kind == "transformation" else {}, instead)
 
 
 def _imported(spec: str, key: str, kind: str, allowed_modules: Sequence[str] | None) -> Any:

@@ -110,10 +110,10 @@ def test_validate_reports_a_missing_transform_type(http: httpx.Client) -> None:
 
 
 def test_validate_reports_an_unknown_transform_type(http: httpx.Client) -> None:
-    count, configs = validate(http, transforms="a", **{"transforms.a.type": "org.example.NoSuch"})
+    count, configs = validate(http, transforms="a", **{"transforms.a.type": "example_smts.NoSuch"})
     assert count == 1
     [error] = configs["transforms.a.type"]["value"]["errors"]
-    assert "org.example.NoSuch" in error and "not imported from module org.example" in error
+    assert "example_smts.NoSuch" in error and "not imported from module example_smts" in error
 
 
 def test_validate_reports_a_bad_setting_value(http: httpx.Client) -> None:
