@@ -72,6 +72,9 @@ class ConfigFile:
     lines: dict[str, int] = field(default_factory=dict)
     initial_state: str = "RUNNING"
     """For a connector: ``RUNNING``, ``PAUSED`` or ``STOPPED`` (REST-shaped JSON only; otherwise RUNNING)."""
+    bare: set[str] = field(default_factory=set)
+    """Keys set by a ``.properties`` line that holds the key alone, with neither separator nor value, which Java
+    reads as an empty value (``key=``)."""
 
     def error(self, key: str | None, problem: str) -> PropertiesError:
         """An error about ``key`` of this file, at the line that set it."""
@@ -162,6 +165,8 @@ def parse_properties(text: str, path: str | os.PathLike[str] = "<string>") -> Co
             raise PropertiesError(path, f"duplicate key (first set on line {result.lines[key]})", key, line)
         result.values[key] = value
         result.lines[key] = line
+        if len(key_raw) == len(logical.rstrip(_BLANK)):  # the key alone: no separator, no value
+            result.bare.add(key)
     return result
 
 
