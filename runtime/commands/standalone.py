@@ -41,6 +41,7 @@ from headwater.runtime.config.connector import CONNECTOR_CONFIG, connector_confi
 from headwater.runtime.config.listeners import parse_listener
 from headwater.runtime.config.names import check_connector_name
 from headwater.runtime.config.properties import ConfigFile, PropertiesError, read_connector_properties, read_properties
+from headwater.runtime.config.references import hide_values, references
 from headwater.runtime.config.worker import STANDALONE_CONFIG
 from headwater.runtime.errors import BadRequestError, InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
@@ -54,6 +55,7 @@ from headwater.runtime.transport.base import Transport
 from headwater.runtime.transport.kafka import check_broker
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.providers import has_reference
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +204,13 @@ class StandaloneWorker:
 def validate_connector(worker: Worker, file: ConfigFile) -> None:
     """Validate a connector file the way the worker will, re-raising every problem naming the file and key, and
     log a warning naming the file and line of each unknown key (the worker warns again when it creates the
-    connector)."""
+    connector).
+
+    A value holding a ``${provider:path:key}`` reference is checked as REST checks it (not against its key's type
+    or validator), then resolved with the worker's config providers, as Kafka Connect's ``AbstractHerder`` resolves
+    a config to validate it: a reference that cannot be resolved, or a resolved value its key does not accept, is
+    an error naming the file, line, key and reference, never the value. The herder stores the file's values as
+    written; the worker resolves them again when the connector starts."""
     file.parse(CONNECTOR_CONFIG)
     try:
         check_connector_name(file.values["name"])
@@ -224,6 +232,20 @@ def validate_connector(worker: Worker, file: ConfigFile) -> None:
         worker.validate(file.values)
     except ConfigError as error:
         raise file.config_error(error) from None
+    if any(has_reference(value) for value in file.values.values()):
+        _validate_resolved(worker, file)
+
+
+def _validate_resolved(worker: Worker, file: ConfigFile) -> None:
+    """Resolve the file's references and validate the values they resolve to (see :func:`validate_connector`)."""
+    try:
+        resolved = worker.config_transformer.transform(file.values)
+    except ConfigError as error:  # names the key and the reference
+        raise file.config_error(error) from None
+    try:
+        worker.validate(resolved)
+    except ConfigError as error:
+        raise file.config_error(hide_values(error, references(file.values, resolved))) from None
 
 
 def main(worker_path: str, connector_paths: Sequence[str]) -> int:

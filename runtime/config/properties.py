@@ -27,6 +27,7 @@ from typing import Any
 
 from headwater.sdk.config import ConfigDef, Type
 from headwater.sdk.errors import ConfigError
+from headwater.sdk.providers import has_reference
 
 _BLANK = " \t\f"
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -96,12 +97,16 @@ class ConfigFile:
         return self.error(error.key or None, problem)
 
     def parse(self, definition: ConfigDef) -> dict[str, Any]:
-        """The values parsed by ``definition``; raises :class:`PropertiesError` naming every bad key."""
+        """The values parsed by ``definition``; raises :class:`PropertiesError` naming every bad key. A value holding
+        a ``${provider:path:key}`` reference is left as written, as :meth:`ConfigDef.parse` leaves it: it is checked
+        once resolved."""
         errors: list[PropertiesError] = []
         passwords = {key.name for key in definition if key.type is Type.PASSWORD}
         for key in definition:
             raw = self.values.get(key.name)
             try:
+                if has_reference(raw):
+                    continue
                 if raw is not None:
                     key.parse(raw)
                 elif key.required:
