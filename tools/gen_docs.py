@@ -22,6 +22,7 @@ from headwater.runtime.config.connector import CONNECTOR_CONFIG, SINK_CONNECTOR_
 from headwater.runtime.config.distributed_worker import DISTRIBUTED_CONFIG
 from headwater.runtime.config.known_keys import NOT_IMPLEMENTED, UNKNOWN_KEYS
 from headwater.runtime.config.worker import STANDALONE_CONFIG, WORKER_CONFIG
+from headwater.runtime.config.worker_file import IGNORED_KEYS
 from headwater.runtime.converters import (
     AvroConverter,
     JsonConverter,
@@ -180,6 +181,24 @@ def configuration_page() -> str:
         "the config (HTTP 400) naming each unknown key. `PUT /connector-plugins/{plugin}/config/validate` reports",
         "each as an error on its key either way. A connector that declares no key and no prefix at all may read",
         "any key: for it, only a key close to one of the runtime's (`erors.tolerance`) is reported.",
+        "",
+        "## The worker file",
+        "",
+        "`headwater standalone` and `headwater distributed` check their worker file as strictly as a connector file,",
+        "before they wait for Kafka, and report every problem of the file at once, each by file, line and key. A",
+        "line is read as Java reads a `.properties` line (`key value` sets a key as `key=value` does), but one that",
+        "Java would misread is refused: an empty key, a key that is not a config key's name (a pasted line of JSON,",
+        "YAML or shell), or a key alone with neither separator nor value (write `key=` for an empty value). A key",
+        "that none of the worker tables above (their `prefix` rows included) covers is unknown, and so is a",
+        "`key.converter.`, `value.converter.` or `header.converter.` setting its converter does not have: with",
+        f"`{UNKNOWN_KEYS}=warn` the worker logs a warning naming it and the nearest known key; with `error` it",
+        "refuses to start. The worker's converters are loaded and configured, and its config providers made, when",
+        "it starts: one that fails stops it (exit code 2) naming the key, before any task starts. These Kafka",
+        "Connect keys are answered with a warning whatever `connector.unknown.keys` says, and do nothing:",
+        "",
+        "| key | why |",
+        "|---|---|",
+        *(f"| `{key}` | {_cell(why)} |" for key, why in IGNORED_KEYS.items()),
         "",
         "## Kafka Connect keys not implemented yet",
         "",

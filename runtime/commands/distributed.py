@@ -20,17 +20,17 @@ from confluent_kafka import KafkaException
 from headwater.runtime.commands.startup import (
     initial_worker_id,
     log_state,
-    rest_security,
     run_worker_command,
     serve_metrics,
     serve_rest,
     wait_for_broker,
 )
+from headwater.runtime.commands.worker_file import check_worker_file
 from headwater.runtime.config.clients import admin_settings, worker_transport
 from headwater.runtime.config.distributed_worker import DISTRIBUTED_CONFIG, slots_prefix
+from headwater.runtime.config.exactly_once_support import check_distributed
 from headwater.runtime.config.listeners import parse_listener
 from headwater.runtime.config.properties import ConfigFile, read_properties
-from headwater.runtime.config.references import resolve_worker_file
 from headwater.runtime.distributed.cluster_configs import ClusterConfigStore
 from headwater.runtime.distributed.herder import DistributedHerder
 from headwater.runtime.metrics import MetricsServer
@@ -39,7 +39,7 @@ from headwater.runtime.storage.kafka_offsets import KafkaOffsetStore
 from headwater.runtime.storage.kafka_status import KafkaStatusStore
 from headwater.runtime.transport.kafka import check_broker
 from headwater.runtime.worker import Worker
-from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.errors import ConnectError
 
 log = logging.getLogger(__name__)
 
@@ -52,20 +52,16 @@ class DistributedWorker:
     :meth:`run` does the rest."""
 
     def __init__(self, worker_file: ConfigFile) -> None:
-        worker_file = resolve_worker_file(worker_file)
-        self.worker_file = worker_file
-        self.config = worker_file.parse(DISTRIBUTED_CONFIG)
-        try:
-            self.prefix = slots_prefix(self.config)
-        except ConfigError as error:
-            raise worker_file.config_error(error) from None
-        self.rest_security = rest_security(worker_file, self.config)
+        checked = check_worker_file(
+            worker_file, DISTRIBUTED_CONFIG, slots_prefix, lambda config: check_distributed(config, True)
+        )
+        worker_file = self.worker_file = checked.file
+        self.config = checked.config
+        self.prefix = slots_prefix(self.config)
+        self.rest_security = checked.rest_security
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.group_id = str(self.config["group.id"])
-        try:
-            self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
-        except ConfigError as error:  # named without its value, which may hold a password
-            raise worker_file.error(error.key, error.reason) from None
+        self.transport = worker_transport(worker_file.values, self.bootstrap_servers)  # its keys checked above
         c = self.config
         self.config_store = ClusterConfigStore(
             self.transport, c["config.storage.topic"], c["config.storage.replication.factor"]

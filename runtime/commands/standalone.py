@@ -28,20 +28,20 @@ from confluent_kafka import KafkaException
 from headwater.runtime.commands.startup import (
     initial_worker_id,
     log_state,
-    rest_security,
     run_worker_command,
     serve_metrics,
     serve_rest,
     wait_for_broker,
 )
 from headwater.runtime.commands.state_dir import OFFSETS_FILE, offsets_file, prepare_state_dir, state_dir
+from headwater.runtime.commands.worker_file import check_worker_file
 from headwater.runtime.config import exactly_once_support
 from headwater.runtime.config.clients import admin_settings, worker_transport
 from headwater.runtime.config.connector import CONNECTOR_CONFIG, connector_config_def
 from headwater.runtime.config.listeners import parse_listener
 from headwater.runtime.config.names import check_connector_name
 from headwater.runtime.config.properties import ConfigFile, PropertiesError, read_connector_properties, read_properties
-from headwater.runtime.config.references import resolve_worker_file
+from headwater.runtime.config.references import hide_values, references
 from headwater.runtime.config.worker import STANDALONE_CONFIG
 from headwater.runtime.errors import BadRequestError, InvalidConfigError
 from headwater.runtime.herder import StandaloneHerder
@@ -51,9 +51,11 @@ from headwater.runtime.plugins import resolve_connector_class
 from headwater.runtime.rest import RestServer
 from headwater.runtime.storage.offsets import FileOffsetStore
 from headwater.runtime.storage.status import StatusStore
+from headwater.runtime.transport.base import Transport
 from headwater.runtime.transport.kafka import check_broker
 from headwater.runtime.worker import Worker
 from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.providers import has_reference
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,8 @@ class StandaloneWorker:
 
     Building it validates every file and touches neither the broker nor the offsets file; :meth:`run` does both.
     Statuses and active topics go to ``status_store`` (in memory by default, as in Kafka Connect's standalone
-    mode); :meth:`run` starts and stops it.
+    mode); :meth:`run` starts and stops it. ``transport`` replaces the Kafka transport the worker file describes (an
+    in-memory one, in tests).
     """
 
     def __init__(
@@ -71,26 +74,22 @@ class StandaloneWorker:
         worker_file: ConfigFile,
         connector_files: Sequence[ConfigFile],
         status_store: StatusStore | None = None,
+        transport: Transport | None = None,
     ) -> None:
-        worker_file = resolve_worker_file(worker_file)
-        self.worker_file = worker_file
-        self.config = worker_file.parse(STANDALONE_CONFIG)
-        try:
-            exactly_once_support.check_distributed(self.config, distributed=False)
-        except ConfigError as error:
-            raise worker_file.config_error(error) from None
+        checked = check_worker_file(
+            worker_file, STANDALONE_CONFIG, lambda config: exactly_once_support.check_distributed(config, False)
+        )
+        worker_file = self.worker_file = checked.file
+        self.config = checked.config
         self.bootstrap_servers = ",".join(str(server).strip() for server in self.config["bootstrap.servers"])
         self.offset_store = FileOffsetStore(offsets_file(self.config))
-        try:
-            self.transport = worker_transport(worker_file.values, self.bootstrap_servers)
-        except ConfigError as error:  # named without its value, which may hold a password
-            raise worker_file.error(error.key, error.reason) from None
+        self.transport = transport or worker_transport(worker_file.values, self.bootstrap_servers)  # checked above
         self.worker = Worker(
             worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
         )
         self.herder = StandaloneHerder(self.worker, status_store)
         self.listener = parse_listener("listeners", self.config["listeners"][0])
-        self.rest_security = rest_security(worker_file, self.config)
+        self.rest_security = checked.rest_security
         self.rest: RestServer | None = None
         self.metrics: MetricsServer | None = None
         self.connector_files: list[ConfigFile] = []
@@ -162,9 +161,7 @@ class StandaloneWorker:
             try:
                 self._serve_rest()
                 self.metrics = serve_metrics(self.herder, self.config)
-                for file in self.connector_files:
-                    self.herder.health.starting(f"starting connector {file.values['name']} from {file.path}")
-                    self._start(file)
+                self.start_connectors()
                 self.herder.health.ready()
                 log.info("standalone worker started")
                 while not stop.wait(0.1):
@@ -188,6 +185,13 @@ class StandaloneWorker:
         rest = serve_rest(self.herder, self.listener, self.admin_config(), self.rest_security)
         self.rest, self.worker.worker_id = rest
 
+    def start_connectors(self) -> None:
+        """Give the herder each connector file's config, as written (its references resolved when the connector
+        starts); one that cannot be started is logged and the others are started."""
+        for file in self.connector_files:
+            self.herder.health.starting(f"starting connector {file.values['name']} from {file.path}")
+            self._start(file)
+
     def _start(self, file: ConfigFile) -> None:
         name = file.values["name"]
         log.info("starting connector %s from %s", name, file.path)
@@ -200,7 +204,13 @@ class StandaloneWorker:
 def validate_connector(worker: Worker, file: ConfigFile) -> None:
     """Validate a connector file the way the worker will, re-raising every problem naming the file and key, and
     log a warning naming the file and line of each unknown key (the worker warns again when it creates the
-    connector)."""
+    connector).
+
+    A value holding a ``${provider:path:key}`` reference is checked as REST checks it (not against its key's type
+    or validator), then resolved with the worker's config providers, as Kafka Connect's ``AbstractHerder`` resolves
+    a config to validate it: a reference that cannot be resolved, or a resolved value its key does not accept, is
+    an error naming the file, line, key and reference, never the value. The herder stores the file's values as
+    written; the worker resolves them again when the connector starts."""
     file.parse(CONNECTOR_CONFIG)
     try:
         check_connector_name(file.values["name"])
@@ -222,6 +232,20 @@ def validate_connector(worker: Worker, file: ConfigFile) -> None:
         worker.validate(file.values)
     except ConfigError as error:
         raise file.config_error(error) from None
+    if any(has_reference(value) for value in file.values.values()):
+        _validate_resolved(worker, file)
+
+
+def _validate_resolved(worker: Worker, file: ConfigFile) -> None:
+    """Resolve the file's references and validate the values they resolve to (see :func:`validate_connector`)."""
+    try:
+        resolved = worker.config_transformer.transform(file.values)
+    except ConfigError as error:  # names the key and the reference
+        raise file.config_error(error) from None
+    try:
+        worker.validate(resolved)
+    except ConfigError as error:
+        raise file.config_error(hide_values(error, references(file.values, resolved))) from None
 
 
 def main(worker_path: str, connector_paths: Sequence[str]) -> int:

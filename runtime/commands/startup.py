@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-from headwater.runtime.config.properties import ConfigFile
 from headwater.runtime.herder.base import Herder
 from headwater.runtime.metrics import MetricsServer
 from headwater.runtime.rest import RestServer, create_app
@@ -33,15 +32,6 @@ def log_state(connector: str, task: int | None, state: State, trace: str | None)
     what = f"connector {connector}" if task is None else f"task {connector}-{task}"
     word = _STATE_WORDS.get(state, state.value)
     log.log(logging.ERROR if state is State.FAILED else logging.INFO, "%s %s", what, word)
-
-
-def rest_security(worker_file: ConfigFile, config: Mapping[str, Any]) -> RestSecurity:
-    """The REST listener's TLS, authentication and limits, every file loaded; a config error naming the key and
-    ``worker_file``'s line when one does not load, so that a worker refuses it before it waits for Kafka."""
-    try:
-        return RestSecurity.from_config(config)
-    except ConfigError as error:
-        raise worker_file.config_error(error) from None
 
 
 def serve_rest(

@@ -14,7 +14,7 @@ whatever the worker's ``connector.unknown.keys`` says; a blank value asks for no
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,15 +177,29 @@ def _converter_problem(name: str, props: Mapping[str, Any], worker_config: Mappi
     own = props.get(converter)
     spec = own or worker_config.get(converter) or WORKER_CONFIG.keys[converter].default
     allowed = (worker_config.get(ALLOWED_MODULES) or []) if own else None  # the worker file's converters are trusted
-    settings = converter_settings(str(spec), converter == "header.converter", allowed)
+    return converter_setting_problem(name, converter, str(spec), allowed)
+
+
+def converter_setting_problem(name: str, converter: str, spec: str, allowed: list[str] | None = None) -> str:
+    """``""`` when ``name``, a key under ``converter`` (``value.converter.schemas.enable``), is a setting of the
+    converter ``spec`` names (any setting, when it cannot be loaded or declares no ``CONFIG``); else why not, with
+    the nearest setting it has. ``allowed`` is the worker's ``connector.class.allowed.modules`` for a connector
+    config's own converter, ``None`` for a trusted one (the worker file's)."""
+    settings = converter_settings(spec, converter == "header.converter", allowed)
     setting = name[len(converter) + 1 :]
     if settings is None or settings[1].covers(setting):
         return ""
     class_name, definition = settings
     known = ", ".join(definition.keys) or "none"
-    close = difflib.get_close_matches(setting, list(definition.keys), n=1, cutoff=0.8)
-    hint = f"; did you mean {converter}.{close[0]}?" if close else ""
+    hint = did_you_mean(setting, definition.keys, f"{converter}.")
     return f"{name}: {class_name} ({converter}) has no setting {setting} (its settings: {known}){hint}"
+
+
+def did_you_mean(name: str, known: Iterable[str], prefix: str = "") -> str:
+    """``"; did you mean <prefix><nearest>?"`` for the key of ``known`` nearest to ``name`` (a typo's), or ``""``
+    when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+    return f"; did you mean {prefix}{close[0]}?" if close else ""
 
 
 def _unknown(name: str, definition: ConfigDef, declares: bool, kind: str) -> str:
@@ -196,8 +210,7 @@ def _unknown(name: str, definition: ConfigDef, declares: bool, kind: str) -> str
     other, other_kind = (SOURCE_CONNECTOR_CONFIG, "source") if kind == "sink" else (SINK_CONNECTOR_CONFIG, "sink")
     if name in other.keys and (declares or kind == "sink"):  # a source of no declared keys may read "topics" itself
         return f"{name} is a {other_kind} connector configuration: a {kind} connector would ignore it"
-    close = difflib.get_close_matches(name, list(definition.keys), n=1, cutoff=0.8)
-    if not declares and not close:
+    hint = did_you_mean(name, definition.keys)
+    if not declares and not hint:
         return ""
-    hint = f"; did you mean {close[0]}?" if close else ""
     return f"{name} is not a configuration of this connector or of the worker, and would be ignored{hint}"

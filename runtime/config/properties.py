@@ -27,6 +27,7 @@ from typing import Any
 
 from headwater.sdk.config import ConfigDef, Type
 from headwater.sdk.errors import ConfigError
+from headwater.sdk.providers import has_reference
 
 _BLANK = " \t\f"
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -72,6 +73,9 @@ class ConfigFile:
     lines: dict[str, int] = field(default_factory=dict)
     initial_state: str = "RUNNING"
     """For a connector: ``RUNNING``, ``PAUSED`` or ``STOPPED`` (REST-shaped JSON only; otherwise RUNNING)."""
+    bare: set[str] = field(default_factory=set)
+    """Keys set by a ``.properties`` line that holds the key alone, with neither separator nor value, which Java
+    reads as an empty value (``key=``)."""
 
     def error(self, key: str | None, problem: str) -> PropertiesError:
         """An error about ``key`` of this file, at the line that set it."""
@@ -93,12 +97,16 @@ class ConfigFile:
         return self.error(error.key or None, problem)
 
     def parse(self, definition: ConfigDef) -> dict[str, Any]:
-        """The values parsed by ``definition``; raises :class:`PropertiesError` naming every bad key."""
+        """The values parsed by ``definition``; raises :class:`PropertiesError` naming every bad key. A value holding
+        a ``${provider:path:key}`` reference is left as written, as :meth:`ConfigDef.parse` leaves it: it is checked
+        once resolved."""
         errors: list[PropertiesError] = []
         passwords = {key.name for key in definition if key.type is Type.PASSWORD}
         for key in definition:
             raw = self.values.get(key.name)
             try:
+                if has_reference(raw):
+                    continue
                 if raw is not None:
                     key.parse(raw)
                 elif key.required:
@@ -162,6 +170,8 @@ def parse_properties(text: str, path: str | os.PathLike[str] = "<string>") -> Co
             raise PropertiesError(path, f"duplicate key (first set on line {result.lines[key]})", key, line)
         result.values[key] = value
         result.lines[key] = line
+        if len(key_raw) == len(logical.rstrip(_BLANK)):  # the key alone: no separator, no value
+            result.bare.add(key)
     return result
 
 

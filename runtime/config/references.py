@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.runtime.config.properties import ConfigFile
+from headwater.runtime.config.properties import ConfigFile, PropertiesError
 from headwater.runtime.config.providers import PREFIX, load_providers
 from headwater.runtime.config.worker import WORKER_CONFIG
 from headwater.sdk.errors import ConfigError
@@ -126,5 +126,8 @@ def resolve_worker_file(file: ConfigFile) -> ConfigFile:
         finally:
             transformer.close()
     except ConfigError as error:
-        raise file.config_error(error) from None
+        found = file.config_error(error)
+        if found.line is None and error.key.startswith(PREFIX):  # a provider's class missing: where it is listed
+            found = PropertiesError(file.path, found.problem, found.key, file.lines.get("config.providers"))
+        raise found from None
     return ConfigFile(file.path, {**resolved, **own}, file.lines, file.initial_state)

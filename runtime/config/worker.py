@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.runtime.config import exactly_once_support
+from headwater.runtime.config.clients import SHARED_CLIENT_PREFIXES
 from headwater.runtime.config.listeners import LISTENER_CONFIG, METRICS_CONFIG, listener_urls
 from headwater.runtime.config.override_policy import CLIENT_SETTINGS_CONFIG
 from headwater.sdk.config import ConfigDef, Importance, Type, at_least, non_empty_string, one_of
@@ -15,6 +16,33 @@ def non_empty_list(key: str, value: Any) -> None:
     if not value:
         raise ConfigError(key, value, "List must name at least one item")
 
+
+_SHARED = (
+    "every Kafka client of the worker gets as it is (its stores, its tasks' producers and consumers, its admin "
+    "clients); a client's own prefixed key wins."
+)
+CLIENT_PREFIXES = ConfigDef()
+for _prefix in SHARED_CLIENT_PREFIXES:
+    CLIENT_PREFIXES.define_prefix(
+        _prefix,
+        f"The key itself: the security protocol (plaintext, ssl, sasl_plaintext, sasl_ssl) {_SHARED}"
+        if not _prefix.endswith(".")
+        else f"A librdkafka {_prefix[:-1].upper()} setting {_SHARED}",
+    )
+for _client in ("producer", "consumer", "admin"):
+    CLIENT_PREFIXES.define_prefix(
+        f"{_client}.",
+        f"A librdkafka setting of the worker's {_client} clients (prefix removed), as in Kafka Connect; it wins over "
+        "the top-level security keys.",
+    )
+
+CONVERTER_PREFIXES = ConfigDef()
+for _converter in ("key.converter", "value.converter", "header.converter"):
+    CONVERTER_PREFIXES.define_prefix(
+        f"{_converter}.",
+        f"A setting of the {_converter} (prefix removed): the settings its own table lists (schemas.enable, "
+        "schema.registry.url, ...); a setting it does not have is an unknown key.",
+    )
 
 WORKER_CONFIG = (
     ConfigDef()
@@ -173,7 +201,8 @@ WORKER_CONFIG = (
         "runtime's key) does: warn logs a warning naming it, with the nearest known key, each time the connector is "
         "created or its config changed; error refuses the config (HTTP 400), naming each such key. Validate reports "
         "it as an error on its key either way. Kafka Connect keys Headwater does not implement yet (transforms, "
-        "say) are refused whatever this says.",
+        "say) are refused whatever this says. It rules the worker file's own unknown keys too: warned at start, or "
+        "with error the worker refuses to start.",
         one_of("warn", "error"),
     )
     .define(
@@ -204,7 +233,13 @@ WORKER_CONFIG = (
         "an entry point of the headwater.config_providers group or an import path; config.providers.NAME.param.KEY "
         "sets one of its parameters (allowed.paths for file and directory, allowlist.pattern for env).",
     )
-).merge(LISTENER_CONFIG.merge(METRICS_CONFIG).merge(CLIENT_SETTINGS_CONFIG).merge(exactly_once_support.WORKER_CONFIG))
+).merge(
+    LISTENER_CONFIG.merge(METRICS_CONFIG)
+    .merge(CLIENT_SETTINGS_CONFIG)
+    .merge(exactly_once_support.WORKER_CONFIG)
+    .merge(CLIENT_PREFIXES)
+    .merge(CONVERTER_PREFIXES)
+)
 
 STANDALONE_CONFIG = WORKER_CONFIG.merge(
     ConfigDef()

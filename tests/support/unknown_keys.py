@@ -1,6 +1,6 @@
-"""A guard over the whole test suite: no test's connector config has a key the worker reports as unknown, unless the
-test expects it (it takes the warnings from the ``unknown_key_warnings`` fixture). A false warning on the project's
-own configs would teach users to ignore the warning."""
+"""A guard over the whole test suite: no test's connector or worker config has a key the worker reports as unknown,
+unless the test expects it (it takes the warnings from the ``unknown_key_warnings`` fixture). A false warning on the
+project's own configs would teach users to ignore the warning."""
 
 from __future__ import annotations
 
@@ -37,4 +37,4 @@ def unknown_key_warnings() -> Iterator[UnknownKeyWarnings]:
     finally:
         logger.removeHandler(handler)
     messages = [record.getMessage() for record in handler.records]
-    assert not messages, f"a connector config of this test has keys the worker does not know: {messages}"
+    assert not messages, f"a connector or worker config of this test has keys the worker does not know: {messages}"

@@ -153,13 +153,16 @@ def test_secret_values_are_neither_printed_nor_logged(
     caplog.set_level("DEBUG")
     topics = {f"CONNECT_{kind}_STORAGE_TOPIC": kind.lower() for kind in ("CONFIG", "OFFSET", "STATUS")}
     environ = {**environ, **topics, "CONNECT_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
-    assert container.run("distributed", [], environ) == 2  # the worker refuses TLS settings on an http listener
+    # the worker refuses TLS settings on an http listener, and the Java-only JAAS setting, both at once
+    assert container.run("distributed", [], environ) == 2
     said = capsys.readouterr()
     assert "CONNECT_LISTENERS_HTTPS_SSL_KEY_PASSWORD" in caplog.text
-    assert said.err.startswith(
-        "headwater distributed: error: environment variable CONNECT_LISTENERS_HTTPS_SSL_KEY_PASSWORD: "
+    assert said.err.startswith("headwater distributed: error: ")
+    assert (
+        "environment variable CONNECT_LISTENERS_HTTPS_SSL_KEY_PASSWORD: "
         "listeners.https.ssl.key.password: invalid value [hidden]: TLS settings are given but the listener"
-    )
+    ) in said.err
+    assert "environment variable CONNECT_PRODUCER_SASL_JAAS_CONFIG: producer.sasl.jaas.config: a Java" in said.err
     assert SECRET not in caplog.text + said.out + said.err
 
 

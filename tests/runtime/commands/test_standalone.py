@@ -207,6 +207,11 @@ def test_valid_files_build_a_worker_without_touching_broker_or_offsets(tmp_path:
             "src.properties:3: topic: malformed",
         ),
         (GOOD_WORKER, '["not", "an object"]', "src.json:1: JSON is not an object but an array"),
+        (  # the worker's converter is configured at start, not when each task starts
+            GOOD_WORKER + "value.converter=io.confluent.connect.avro.AvroConverter\n",
+            GOOD_SOURCE,
+            "worker.properties:3: value.converter.schema.registry.url: Missing required configuration",
+        ),
     ],
 )
 def test_the_command_exits_2_with_one_line_for_bad_files(

@@ -15,6 +15,7 @@ from headwater.runtime.commands.distributed import main as distributed_main
 from headwater.runtime.config.properties import format_properties
 from headwater.sdk.errors import ConfigError
 from support.secure_server import Certificates, rest_server, serving
+from support.unknown_keys import UnknownKeyWarnings
 
 
 @pytest.fixture
@@ -119,7 +120,10 @@ def test_bad_tls_settings_fail_at_start_up_naming_the_key(
 
 @pytest.mark.parametrize("command", [standalone.main, distributed_main], ids=["standalone", "distributed"])
 def test_worker_commands_refuse_a_bad_certificate_before_waiting_for_kafka(
-    command: Callable[..., int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    command: Callable[..., int],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unknown_key_warnings: UnknownKeyWarnings,
 ) -> None:
     worker = tmp_path / "worker.properties"
     props = {
@@ -137,6 +141,8 @@ def test_worker_commands_refuse_a_bad_certificate_before_waiting_for_kafka(
     error = capsys.readouterr().err
     assert f"{worker}:7: listeners.https.ssl.certificate.location" in error
     assert "Cannot read the file" in error
+    standalone_ignores = ["group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"]
+    assert unknown_key_warnings.take() == (standalone_ignores if command is standalone.main else [])
 
 
 def test_tls_settings_on_a_plain_http_listener_are_refused_not_ignored() -> None:
