@@ -170,7 +170,8 @@ def test_a_line_java_would_misread_is_refused_with_its_line(kind: str, line: str
     [
         ("value.converter=avro\n", "value.converter.schema.registry.url", "Missing required configuration"),
         ("value.converter=io.confluent.connect.avro.AvroConverter\n", "value.converter.schema.registry.url", "Missing"),
-        ("key.converter=com.example.NoSuchConverter\n", "key.converter", "Cannot load converter class"),
+        ("key.converter=no_such_package.NoSuchConverter\n", "key.converter", "Cannot load converter class"),
+        ("key.converter=com.example.NoSuchConverter\n", "key.converter", "is a Java class name"),
         ("header.converter=protobuf\n", "header.converter", "convert keys and values, not headers"),
         ("value.converter.schemas.enable=maybe\n", "value.converter.schemas.enable", "either true or false"),
     ],
