@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from headwater.runtime.commands.startup import (
+    broker_reachability,
     initial_worker_id,
     log_state,
     rest_security,
@@ -25,6 +26,7 @@ from headwater.runtime.commands.startup import (
     serve_metrics,
     serve_rest,
     wait_for_broker,
+    watch_broker,
 )
 from headwater.runtime.config.clients import admin_settings, worker_transport
 from headwater.runtime.config.distributed_worker import DISTRIBUTED_CONFIG, slots_prefix
@@ -88,6 +90,7 @@ class DistributedWorker:
             self.offset_store,
             listener=log_state,
             worker_id=initial_worker_id(),
+            reachability=broker_reachability(self.bootstrap_servers, self.config),
             group_id=self.group_id,
         )
         group_config = {
@@ -139,6 +142,7 @@ class DistributedWorker:
             self.status_store,
         ]
         started: list[KafkaOffsetStore | ClusterConfigStore | KafkaStatusStore] = []
+        watch_broker(self.worker.reachability, self.admin_config())
         try:
             for store in stores:
                 store.start()
@@ -170,6 +174,7 @@ class DistributedWorker:
         finally:
             for store in reversed(started):
                 store.stop()
+            self.worker.reachability.stop()
         log.info("distributed worker stopped")
         return 0
 

@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from headwater.runtime.commands.startup import (
+    broker_reachability,
     initial_worker_id,
     log_state,
     rest_security,
@@ -33,6 +34,7 @@ from headwater.runtime.commands.startup import (
     serve_metrics,
     serve_rest,
     wait_for_broker,
+    watch_broker,
 )
 from headwater.runtime.commands.state_dir import OFFSETS_FILE, offsets_file, prepare_state_dir, state_dir
 from headwater.runtime.config import exactly_once_support
@@ -86,7 +88,12 @@ class StandaloneWorker:
         except ConfigError as error:  # named without its value, which may hold a password
             raise worker_file.error(error.key, error.reason) from None
         self.worker = Worker(
-            worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
+            worker_file.values,
+            self.transport,
+            self.offset_store,
+            listener=log_state,
+            worker_id=initial_worker_id(),
+            reachability=broker_reachability(self.bootstrap_servers, self.config),
         )
         self.herder = StandaloneHerder(self.worker, status_store)
         self.listener = parse_listener("listeners", self.config["listeners"][0])
@@ -160,6 +167,7 @@ class StandaloneWorker:
                 return 0
             self.herder.status_store.start()
             try:
+                watch_broker(self.worker.reachability, self.admin_config())
                 self._serve_rest()
                 self.metrics = serve_metrics(self.herder, self.config)
                 for file in self.connector_files:
@@ -177,6 +185,7 @@ class StandaloneWorker:
                     self.metrics.stop()
                 self.herder.stop()
                 self.herder.status_store.stop()
+                self.worker.reachability.stop()
             log.info("standalone worker stopped")
             return 0
         finally:
