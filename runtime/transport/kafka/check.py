@@ -92,10 +92,21 @@ class ClusterProbe:
         self._admin = AdminClient(settings)
 
     def __call__(self, timeout_s: float) -> str | None:
-        """None when the cluster answered within ``timeout_s``, else why not: librdkafka's last word on a broker
-        connection (``Connect to ... failed: Connection refused``, say), else the request's error."""
-        self._log.lines.clear()
-        self._errors.clear()
+        """None when the cluster answered within ``timeout_s``, else why not, with librdkafka's last word on a
+        broker connection since the previous probe (``Connect to ... failed: Connection refused``, say)."""
+        try:
+            reason = self._ask(timeout_s)
+            if reason is None:
+                return None
+            self._admin.poll(0)  # serves the client's log lines and error_cb
+            said = [e.str() for e in self._errors if e.code() != KafkaError._ALL_BROKERS_DOWN] + self._log.lines
+            return f"{reason} ({said[-1]})" if said else reason
+        finally:
+            self._admin.poll(0)
+            self._log.lines.clear()
+            self._errors.clear()
+
+    def _ask(self, timeout_s: float) -> str | None:
         try:
             self._admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 1)
             return None
@@ -104,12 +115,9 @@ class ClusterProbe:
             code = found.code() if isinstance(found, KafkaError) else None
             if code == KafkaError._UNSUPPORTED_FEATURE:
                 return None  # a broker older than Kafka 2.8 answered ApiVersions without DescribeCluster
-            reason = f"no answer within {timeout_s:g} s" if code == KafkaError._TIMED_OUT else _describe(error)
+            return f"no answer within {timeout_s:g} s" if code == KafkaError._TIMED_OUT else _describe(error)
         except TimeoutError:
-            reason = f"no answer within {timeout_s:g} s"
-        self._admin.poll(0)  # serves the client's log lines and error_cb
-        said = [e.str() for e in self._errors if e.code() != KafkaError._ALL_BROKERS_DOWN] + self._log.lines
-        return f"{reason} ({said[-1]})" if said else reason
+            return f"no answer within {timeout_s:g} s"
 
     def close(self) -> None:
         self._admin.poll(0)
