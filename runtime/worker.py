@@ -27,6 +27,7 @@ from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.task_builder import TaskBuilder
 from headwater.runtime.tasks.base import State, TaskId, WorkerTask
 from headwater.runtime.transport.base import Transport
+from headwater.runtime.transport.reachability import BrokerReachability
 from headwater.runtime.worker_connector import LifecycleThread, Listener, WorkerConnector, WorkerConnectorContext
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import Clock
@@ -69,6 +70,7 @@ class Worker:
         listener: Listener | None = None,
         worker_id: str = "headwater",
         group_id: str | None = None,
+        reachability: BrokerReachability | None = None,
     ) -> None:
         self.config = WORKER_CONFIG.parse(config)
         exactly_once_support.check_distributed(self.config, group_id is not None)
@@ -78,6 +80,8 @@ class Worker:
         """Whether source tasks deliver exactly once, in transactions (KIP-618)."""
         self.config_transformer = ConfigTransformer.from_worker_config(self.config)
         self.transport = transport
+        self.reachability = reachability or BrokerReachability()
+        """Whether the Kafka cluster answers (``GET /health``, the broker metrics); the worker commands watch it."""
         self.offset_store = offset_store
         self.clock: Clock = clock or SystemClock()
         self.threaded = threaded

@@ -18,12 +18,14 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from headwater.runtime.commands.startup import (
+    broker_reachability,
     initial_worker_id,
     log_state,
     run_worker_command,
     serve_metrics,
     serve_rest,
     wait_for_broker,
+    watch_broker,
 )
 from headwater.runtime.commands.worker_file import check_worker_file
 from headwater.runtime.config.clients import admin_settings, worker_transport
@@ -84,6 +86,7 @@ class DistributedWorker:
             self.offset_store,
             listener=log_state,
             worker_id=initial_worker_id(),
+            reachability=broker_reachability(self.bootstrap_servers, self.config),
             group_id=self.group_id,
         )
         group_config = {
@@ -135,6 +138,7 @@ class DistributedWorker:
             self.status_store,
         ]
         started: list[KafkaOffsetStore | ClusterConfigStore | KafkaStatusStore] = []
+        watch_broker(self.worker.reachability, self.admin_config())
         try:
             for store in stores:
                 store.start()
@@ -166,6 +170,7 @@ class DistributedWorker:
         finally:
             for store in reversed(started):
                 store.stop()
+            self.worker.reachability.stop()
         log.info("distributed worker stopped")
         return 0
 

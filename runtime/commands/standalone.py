@@ -26,12 +26,14 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from headwater.runtime.commands.startup import (
+    broker_reachability,
     initial_worker_id,
     log_state,
     run_worker_command,
     serve_metrics,
     serve_rest,
     wait_for_broker,
+    watch_broker,
 )
 from headwater.runtime.commands.state_dir import OFFSETS_FILE, offsets_file, prepare_state_dir, state_dir
 from headwater.runtime.commands.worker_file import check_worker_file
@@ -85,7 +87,12 @@ class StandaloneWorker:
         self.offset_store = FileOffsetStore(offsets_file(self.config))
         self.transport = transport or worker_transport(worker_file.values, self.bootstrap_servers)  # checked above
         self.worker = Worker(
-            worker_file.values, self.transport, self.offset_store, listener=log_state, worker_id=initial_worker_id()
+            worker_file.values,
+            self.transport,
+            self.offset_store,
+            listener=log_state,
+            worker_id=initial_worker_id(),
+            reachability=broker_reachability(self.bootstrap_servers, self.config),
         )
         self.herder = StandaloneHerder(self.worker, status_store)
         self.listener = parse_listener("listeners", self.config["listeners"][0])
@@ -159,6 +166,7 @@ class StandaloneWorker:
                 return 0
             self.herder.status_store.start()
             try:
+                watch_broker(self.worker.reachability, self.admin_config())
                 self._serve_rest()
                 self.metrics = serve_metrics(self.herder, self.config)
                 self.start_connectors()
@@ -174,6 +182,7 @@ class StandaloneWorker:
                     self.metrics.stop()
                 self.herder.stop()
                 self.herder.status_store.stop()
+                self.worker.reachability.stop()
             log.info("standalone worker stopped")
             return 0
         finally:

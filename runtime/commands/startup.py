@@ -19,7 +19,8 @@ from headwater.runtime.metrics import MetricsServer
 from headwater.runtime.rest import RestServer, create_app
 from headwater.runtime.rest.security import RestSecurity
 from headwater.runtime.tasks.base import State
-from headwater.runtime.transport.kafka import kafka_cluster_id
+from headwater.runtime.transport.kafka import ClusterProbe, kafka_cluster_id
+from headwater.runtime.transport.reachability import BOUND_KEY, BrokerReachability
 from headwater.sdk.errors import ConfigError, ConnectError
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,19 @@ def wait_for_broker(
             break
         delay = min(delay * 2, max_backoff_ms)
     return False
+
+
+def broker_reachability(servers: str, config: Mapping[str, Any]) -> BrokerReachability:
+    """Whether the cluster at ``servers`` answers, unreachable after the worker config's
+    ``health.broker.unreachable.ms``; watched by :func:`watch_broker` once the worker has found the cluster."""
+    return BrokerReachability(servers, int(config[BOUND_KEY]))
+
+
+def watch_broker(reachability: BrokerReachability, admin_config: Mapping[str, Any]) -> None:
+    """Ask the cluster whether it still answers, with an admin client of ``admin_config``, until
+    ``reachability.stop()``."""
+    probe = ClusterProbe(admin_config)
+    reachability.watch(probe, probe.close)
 
 
 # ---- the command ---------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from headwater.runtime.config import exactly_once_support
 from headwater.runtime.config.clients import SHARED_CLIENT_PREFIXES
 from headwater.runtime.config.listeners import LISTENER_CONFIG, METRICS_CONFIG, listener_urls
 from headwater.runtime.config.override_policy import CLIENT_SETTINGS_CONFIG
+from headwater.runtime.transport import reachability
 from headwater.sdk.config import ConfigDef, Importance, Type, at_least, non_empty_string, one_of
 from headwater.sdk.errors import ConfigError
 
@@ -274,6 +275,16 @@ STANDALONE_CONFIG = WORKER_CONFIG.merge(
         Importance.LOW,
         "Longest wait between two broker checks at startup.",
         at_least(1),
+    )
+    .define(
+        reachability.BOUND_KEY,
+        Type.LONG,
+        reachability.DEFAULT_BOUND_MS,
+        Importance.LOW,
+        "How long the running worker may go without an answer from the Kafka cluster (it asks every quarter of this, "
+        "at most every 5 s) before GET /health answers 500 unhealthy, saying since when and the last error, and "
+        "the headwater_connect_worker_broker_reachable metric turns 0; healthy again at the next answer.",
+        at_least(100),
     )
 )
 """The worker keys a standalone worker reads: the worker's own plus where Kafka is and how to wait for it."""

@@ -5,7 +5,10 @@ config files were submitted (Kafka's ``ConnectStandalone``), a distributed one o
 pass after reading the config topic to its end (Kafka's ``DistributedHerder.run``). A ready worker is *healthy*
 when, within the check's deadline, its herder can be taken (no request or loop pass holds it) and, for a herder
 driven by a loop, that loop completes a pass after the check began (Kafka's check is a request its herder's tick
-thread serves). Otherwise it is *unhealthy*, and the answer says what the herder was doing.
+thread serves). Otherwise it is *unhealthy*, and the answer says what the herder was doing. A ready worker is also
+*unhealthy* while its Kafka cluster has not answered for longer than ``health.broker.unreachable.ms`` (Headwater's
+own addition: Kafka's check asks its herder only, which stays responsive through an outage), and the answer says
+since when, where and the last error (:class:`~headwater.runtime.transport.reachability.BrokerReachability`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
+
+from headwater.runtime.transport.reachability import BrokerReachability
 
 DEFAULT_TIMEOUT_S = 10.0
 """How long a health check waits for the herder (Kafka's ``RestServer.DEFAULT_HEALTH_CHECK_TIMEOUT_MS``)."""
@@ -78,14 +83,23 @@ class Health:
                 self._pass_began = None
                 self._changed.notify_all()
 
-    def check(self, herder_lock: threading.RLock, timeout_s: float = DEFAULT_TIMEOUT_S) -> HealthStatus:
-        """Starting (503) at once while not ready; else healthy (200) when ``herder_lock`` can be taken and a
-        loop pass (if there is a loop) completes within ``timeout_s``, unhealthy (500) otherwise."""
+    def check(
+        self,
+        herder_lock: threading.RLock,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        broker: BrokerReachability | None = None,
+    ) -> HealthStatus:
+        """Starting (503) at once while not ready; else unhealthy (500) at once while ``broker`` is unreachable;
+        else healthy (200) when ``herder_lock`` can be taken and a loop pass (if there is a loop) completes within
+        ``timeout_s``, unhealthy (500) otherwise."""
         deadline = time.monotonic() + timeout_s
         with self._changed:
             if not self._ready:
                 return HealthStatus(503, "starting", f"{STARTING} {self._stage[:1].upper()}{self._stage[1:]}.")
             seen = self._passes
+        problem = broker.problem() if broker is not None else None
+        if problem is not None:
+            return HealthStatus(500, "unhealthy", f"{problem[:1].upper()}{problem[1:]}.")
         if not herder_lock.acquire(timeout=timeout_s):
             held = f"Its herder was held by a request or a loop pass for over {timeout_s:g} s."
             return HealthStatus(500, "unhealthy", f"{UNHEALTHY} {held}")

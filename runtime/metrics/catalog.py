@@ -267,6 +267,21 @@ METRICS: tuple[Metric, ...] = (
         one(lambda w: w.startups.task_failures),
         kafka=(f"{WM}/task-startup-failure-total", f"{WM}/task-startup-failure-percentage"),
     ),
+    Metric(
+        "headwater_connect_worker_broker_reachable",
+        GAUGE,
+        W,
+        "1 while the Kafka cluster answers the worker, 0 once it has not for longer than "
+        "health.broker.unreachable.ms (GET /health then answers 500).",
+        one(lambda w: 1 if w.reachability.reachable else 0),
+    ),
+    Metric(
+        "headwater_connect_worker_broker_unreachable_seconds",
+        GAUGE,
+        W,
+        "Seconds since the Kafka cluster last answered the worker, while its requests fail; 0 while it answers.",
+        one(lambda w: w.reachability.unreachable_s()),
+    ),
     # ---- connectors ------------------------------------------------------------------------------------------
     Metric(
         "headwater_connect_connector_status",

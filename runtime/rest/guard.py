@@ -20,10 +20,15 @@ UNAUTHENTICATED_PATHS: frozenset[str] = frozenset({HEALTH_PATH})
 """Paths served without authentication (with or without a trailing slash): the health check, which a load balancer
 or an orchestrator's probe calls (KIP-1017)."""
 
+CLOSE = [(b"connection", b"close")]
+"""Sent with a 413: the server closes the connection (RFC 9110, 15.5.14: it "MAY close the connection") instead of
+reading the rest of the body to keep the connection alive, so a body sent anyway is cut off, never read to its end."""
+
 
 class RequestGuard:
     """ASGI middleware: HTTP 401 for a request ``authenticator`` refuses, HTTP 413 for a body over ``max_body_bytes``
-    (told by its ``Content-Length``, or counted while a chunked body arrives, never holding more than the limit)."""
+    (told by its ``Content-Length``, or counted while a chunked body arrives, never holding more than the limit),
+    and the connection closed after a 413 so that the rest of the body is never read."""
 
     def __init__(
         self,
@@ -51,12 +56,12 @@ class RequestGuard:
             return
         length = headers.get("content-length")
         if length is not None and length.isdecimal() and int(length) > self.max_body_bytes:
-            await _error(scope, send, 413, self._too_large())
+            await _error(scope, send, 413, self._too_large(), CLOSE)
             return
         if length is None and headers.get("transfer-encoding", "").lower() == "chunked":
             body = await self._bounded_body(receive)
             if body is None:
-                await _error(scope, send, 413, self._too_large())
+                await _error(scope, send, 413, self._too_large(), CLOSE)
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)

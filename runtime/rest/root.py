@@ -11,7 +11,10 @@ from headwater.runtime.rest import schemas
 from headwater.runtime.rest.errors import responses
 
 HEALTH_PATH = "/health"
-HEALTH_ERRORS = {503: "The worker is still starting", 500: "The worker's herder does not answer"}
+HEALTH_ERRORS = {
+    503: "The worker is still starting",
+    500: "The worker's herder does not answer, or its Kafka cluster has not answered for too long",
+}
 UNKNOWN_COMMIT = "unknown"
 """``commit`` where the installed Headwater does not tell its commit, as Kafka says when its own is not known."""
 
@@ -38,8 +41,9 @@ def root_router(herder: Herder, kafka_cluster_id: str | None, health_timeout_s: 
     )
     def health() -> Response:
         """200 ``healthy`` once the worker has started and its herder answers; 503 ``starting`` while it starts;
-        500 ``unhealthy`` when its herder does not answer within the deadline. Served without authentication."""
-        found = herder.health.check(herder.lock, health_timeout_s)
+        500 ``unhealthy`` when its herder does not answer within the deadline, or its Kafka cluster has not
+        answered for longer than ``health.broker.unreachable.ms``. Served without authentication."""
+        found = herder.health.check(herder.lock, health_timeout_s, herder.worker.reachability)
         return JSONResponse(found.body(), status_code=found.code)
 
     return router

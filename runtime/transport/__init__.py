@@ -33,10 +33,12 @@ from headwater.runtime.transport.memory import (
     MemoryTransactionalProducer,
     MemoryTransport,
 )
+from headwater.runtime.transport.reachability import BrokerReachability
 
 __all__ = [
     "Acknowledgement",
     "Admin",
+    "BrokerReachability",
     "CommitCallback",
     "Consumer",
     "Delivery",

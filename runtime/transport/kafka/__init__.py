@@ -4,11 +4,12 @@
 records land on the partition Java clients choose), consumers (cooperative-sticky assignment, auto-commit off: the
 sink loop commits), admin clients, compacted topics read as logs, and group members that never fetch. Each client
 hands librdkafka's log lines to Python logging (:mod:`~headwater.runtime.transport.kafka.logger`).
-:func:`check_broker` and :func:`kafka_cluster_id` ask a cluster whether it answers and what its id is.
+:func:`check_broker` and :func:`kafka_cluster_id` ask a cluster whether it answers and what its id is;
+:class:`ClusterProbe` asks a running worker's cluster whether it still answers.
 """
 
 from headwater.runtime.transport.kafka.admin import KafkaAdmin
-from headwater.runtime.transport.kafka.check import BrokerRefused, check_broker, kafka_cluster_id
+from headwater.runtime.transport.kafka.check import BrokerRefused, ClusterProbe, check_broker, kafka_cluster_id
 from headwater.runtime.transport.kafka.consumer import KafkaConsumer
 from headwater.runtime.transport.kafka.log import KafkaBasedLog
 from headwater.runtime.transport.kafka.logger import LibrdkafkaLogger
@@ -22,6 +23,7 @@ __all__ = [
     "JAVA_ONLY",
     "PRODUCER_DEFAULTS",
     "BrokerRefused",
+    "ClusterProbe",
     "KafkaAdmin",
     "KafkaBasedLog",
     "KafkaConsumer",

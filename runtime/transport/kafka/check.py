@@ -1,5 +1,7 @@
-"""Two questions a worker asks a Kafka cluster with an admin client before it starts: does it answer, and what is
-its id. Both keep librdkafka's log lines of the client to themselves, to explain a failure in one line.
+"""Questions a worker asks a Kafka cluster with an admin client: before it starts, does it answer and what is its
+id; while it runs, does it still answer (:class:`ClusterProbe`, which feeds
+:class:`~headwater.runtime.transport.reachability.BrokerReachability`). Each keeps librdkafka's log lines of its
+client to itself, to explain a failure in one line.
 
 A cluster that answers but refuses the worker's client (its SASL credentials or mechanism, or a TLS handshake: a
 broker certificate the client cannot verify) is not worth waiting for: :func:`check_broker` raises
@@ -76,6 +78,52 @@ def check_broker(config: Mapping[str, Any], timeout_ms: int, stop: threading.Eve
             raise BrokerRefused(f"the Kafka cluster refused the worker's client: {_describe_refusal(refusals[-1])}")
     admin.poll(0)
     return collected.lines[-1] if collected.lines else reason
+
+
+class ClusterProbe:
+    """Asks the cluster whether it answers, again and again, with one admin client kept open: a DescribeCluster
+    request (KIP-700; no topic list, however many topics the cluster has). A probe is a
+    :data:`~headwater.runtime.transport.reachability.Probe`; :meth:`close` lets the client go."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._log = _CollectedLog()
+        self._errors: list[KafkaError] = []
+        settings: dict[str, Any] = {**config, "logger": self._log, "error_cb": self._errors.append}
+        self._admin = AdminClient(settings)
+
+    def __call__(self, timeout_s: float) -> str | None:
+        """None when the cluster answered within ``timeout_s``, else why not, with librdkafka's last word on a
+        broker connection since the previous probe (``Connect to ... failed: Connection refused``, say)."""
+        try:
+            reason = self._ask(timeout_s)
+            if reason is None:
+                return None
+            self._admin.poll(0)  # serves the client's log lines and error_cb
+            said = [e.str() for e in self._errors if e.code() != KafkaError._ALL_BROKERS_DOWN] + self._log.lines
+            return f"{reason} ({said[-1]})" if said else reason
+        finally:
+            self._admin.poll(0)
+            self._log.lines.clear()
+            self._errors.clear()
+
+    def _ask(self, timeout_s: float) -> str | None:
+        try:
+            self._admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 1)
+            return None
+        except KafkaException as error:
+            found = error.args[0] if error.args else None
+            code = found.code() if isinstance(found, KafkaError) else None
+            if code == KafkaError._UNSUPPORTED_FEATURE:
+                return None  # a broker older than Kafka 2.8 answered ApiVersions without DescribeCluster
+            return f"no answer within {timeout_s:g} s" if code == KafkaError._TIMED_OUT else _describe(error)
+        except TimeoutError:
+            return f"no answer within {timeout_s:g} s"
+
+    def close(self) -> None:
+        self._admin.poll(0)
+
+    def __repr__(self) -> str:
+        return f"ClusterProbe({self._admin})"
 
 
 def _collect_refusals(found: list[KafkaError]) -> Any:

@@ -2,7 +2,8 @@
 
 Consumers use cooperative-sticky assignment with auto-commit off (the transport's defaults); the sink loop commits.
 Rebalance callbacks reach the loop's listener from inside ``poll``; ``seek`` calls made while partitions are being
-assigned become the offsets they are assigned at (librdkafka cannot seek a partition it is not fetching yet).
+assigned become the offsets they are assigned at (librdkafka cannot seek a partition it is not fetching yet). A
+consumer without partitions waiting for its group to rebalance says so in the log (:mod:`.group_wait`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from headwater.runtime.transport.base import (
 )
 from headwater.runtime.transport.kafka.admin import ADMIN_TIMEOUT_S
 from headwater.runtime.transport.kafka.errors import TOPIC_MISSING, connect_error
+from headwater.runtime.transport.kafka.group_wait import GroupWait
 from headwater.runtime.transport.kafka.records import KafkaRecords
 from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
@@ -57,6 +59,7 @@ class KafkaConsumer:
         self._reset = str(config.get("auto.offset.reset", "earliest"))
         self._commits: deque[tuple[dict[TopicPartition, int], CommitCallback | None]] = deque()
         self._consumer = RdConsumer({**config, "on_commit": self._on_commit})
+        self._group_wait = GroupWait(str(config.get("group.id")), config)
         self._missing_said: set[str] = set()
         self._listener: RebalanceListener | None = None
         self._assigning: dict[TopicPartition, int] | None = None
@@ -83,6 +86,7 @@ class KafkaConsumer:
         self._consumer.subscribe(
             list(topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
+        self._group_wait.joining()
 
     def subscribe_pattern(self, pattern: re.Pattern[str], listener: RebalanceListener) -> None:
         """See :meth:`Consumer.subscribe_pattern`. The pattern is matched here, not by librdkafka (whose regular
@@ -112,8 +116,10 @@ class KafkaConsumer:
         self._pattern_topics = found
         if found:
             self._consumer.subscribe(found, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+            self._group_wait.joining()
         else:
             self._consumer.unsubscribe()
+            self._group_wait.left()
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
         starts = [RdTopicPartition(tp.topic, tp.partition, self._initial_position(tp)) for tp in partitions]
@@ -121,6 +127,7 @@ class KafkaConsumer:
 
     def _on_assign(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
         assigned = _ours(partitions)
+        self._group_wait.joined(len(assigned))  # called at every completed rebalance, with nothing new or not
         self._assigning = {}
         if self._closing:  # an assignment that lands while close() leaves the group: consumed by no one
             consumer.incremental_assign(partitions)
@@ -157,6 +164,7 @@ class KafkaConsumer:
                 self._overrides.pop(tp, None)
                 self._paused.discard(tp)
             consumer.incremental_unassign(partitions)
+            self._joining_if_empty(consumer)
 
     def _on_lost(self, consumer: RdConsumer, partitions: list[RdTopicPartition]) -> None:
         lost = _ours(partitions)
@@ -170,6 +178,12 @@ class KafkaConsumer:
                 self._overrides.pop(tp, None)
                 self._paused.discard(tp)
             consumer.incremental_unassign(partitions)
+            self._joining_if_empty(consumer)
+
+    def _joining_if_empty(self, consumer: RdConsumer) -> None:
+        """Partitions given up in a rebalance: with none left, the consumer waits for the rebalance to end."""
+        if not self._closing and not consumer.assignment():
+            self._group_wait.joining()
 
     def _initial_positions(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         """Where consumption of newly assigned partitions starts: the committed offset, else the reset policy."""
@@ -210,6 +224,7 @@ class KafkaConsumer:
         if self._pattern is not None and time.monotonic() >= self._next_pattern_refresh:
             self._follow_pattern()
         raw: list[Any] = self._consumer.consume(max_records, timeout_ms / 1000)
+        self._group_wait.check()
         if self._callback_error is not None:
             error, self._callback_error = self._callback_error, None
             raise error
@@ -368,4 +383,5 @@ class KafkaConsumer:
         self._listener = None
         with self._closing_lock:
             self._closing = True  # looking up committed offsets from inside close() waits out its whole timeout
+        self._group_wait.left()
         self._consumer.close()

@@ -1,6 +1,7 @@
 """``GET /health`` (KIP-1017): 503 ``starting`` until the worker has started, then 200 ``healthy`` while its herder
-answers, 500 ``unhealthy`` when it does not within the deadline; served without authentication. In memory, and on
-a real standalone worker whose start is held by a connector's ``start``."""
+answers, 500 ``unhealthy`` when it does not within the deadline or its Kafka cluster has not answered for longer than
+``health.broker.unreachable.ms``; served without authentication. In memory, and on a real standalone worker whose
+start is held by a connector's ``start`` (a real broker outage: tests/runtime/test_broker_outage.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from headwater.runtime.commands.distributed import DistributedWorker
 from headwater.runtime.commands.standalone import StandaloneWorker
 from headwater.runtime.config.properties import format_properties, read_connector_properties, read_properties
 from headwater.runtime.herder.health import HEALTHY, STARTING, UNHEALTHY
+from headwater.runtime.transport.reachability import BrokerReachability
 from support import slow_start
 from support.connectors import ALLOWED_MODULES
 from support.distributed_process import cluster_props
@@ -70,6 +72,37 @@ def test_a_loop_that_stops_completing_passes_is_unhealthy(make_memory_rest: Make
     finally:
         stop.set()
         looping.join()
+
+
+def test_a_cluster_unreachable_past_the_bound_is_unhealthy_until_it_answers(make_memory_rest: MakeMemory) -> None:
+    worker = make_memory_rest()
+    worker.herder.health.ready()
+    now = [0.0]
+    broker = BrokerReachability("kafka:9092", 5000, lambda: now[0], lambda: 1_800_000_000 + now[0])
+    worker.worker.reachability = broker
+
+    def broker_metrics() -> tuple[float, float]:
+        prefix = "headwater_connect_worker_broker_"
+        text = worker.http.get("/metrics").text
+        lines = dict(line.split(" ") for line in text.splitlines() if line.startswith(prefix))
+        return float(lines[f"{prefix}reachable"]), float(lines[f"{prefix}unreachable_seconds"])
+
+    now[0] = 4.0
+    broker.failed("Connect to ipv4#10.0.0.1:9092 failed: Connection refused")
+    assert health(worker) == (200, {"status": "healthy", "message": HEALTHY}), "within the bound"
+    assert broker_metrics() == (1.0, 4.0)
+    now[0] = 6.0
+    code, body = health(worker)
+    assert (code, body["status"]) == (500, "unhealthy"), body
+    assert body["message"] == (
+        "The worker cannot reach the Kafka cluster at kafka:9092 (bootstrap.servers): no answer since "
+        "2027-01-15T08:00:00+00:00 (6.0 s, more than health.broker.unreachable.ms=5000); last error: Connect to "
+        "ipv4#10.0.0.1:9092 failed: Connection refused."
+    )
+    assert broker_metrics() == (0.0, 6.0)
+    broker.answered()
+    assert health(worker) == (200, {"status": "healthy", "message": HEALTHY})
+    assert broker_metrics() == (1.0, 0.0)
 
 
 def test_health_needs_no_authentication(make_memory_rest: MakeMemory, tmp_path: Path) -> None:

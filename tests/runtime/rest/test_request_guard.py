@@ -3,13 +3,17 @@ a listener reachable from other machines without TLS and authentication is logge
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
+from headwater.runtime.rest.guard import RequestGuard
 from support.secure_server import Certificates, serving
 
 WARNING = "reachable from other machines"
@@ -32,6 +36,53 @@ def test_a_body_over_the_limit_is_refused_with_413() -> None:
 
         chunked = httpx.post(url, content=chunks(), headers={"Content-Type": "application/json"})
         assert chunked.status_code == 413, chunked.text
+
+
+def test_a_body_announced_over_the_limit_is_answered_before_it_is_sent_and_the_connection_closed() -> None:
+    """A 20 MB ``Content-Length``: 413 at once, before a byte of the body is sent, and the server closes the
+    connection instead of waiting to read the 20 MB."""
+    with serving(rest_request_body_max_bytes=1000) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+            client.sendall(
+                b"POST /connectors HTTP/1.1\r\nHost: worker\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 20000000\r\n\r\n"
+            )
+            answer = b""
+            while chunk := client.recv(65536):  # ends (b"") only when the server closes the connection
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 413 "), answer
+        assert b"connection: close" in head.lower()
+        assert b"rest.request.body.max.bytes (1000)" in body
+
+
+def test_a_chunked_body_is_read_only_up_to_the_limit() -> None:
+    """An endless chunked body: the guard stops asking for more once the limit is passed and never calls the app."""
+    limit, chunk = 10_000, b"x" * 1000
+    received = 0
+    sent: list[Message] = []
+
+    async def endless() -> Message:
+        nonlocal received
+        received += 1
+        return {"type": "http.request", "body": chunk, "more_body": True}
+
+    async def record(message: Message) -> None:
+        sent.append(message)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("the application was called")
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/connectors",
+        "headers": [(b"content-type", b"application/json"), (b"transfer-encoding", b"chunked")],
+    }
+    asyncio.run(RequestGuard(app, None, limit)(scope, endless, record))
+    assert received == limit // len(chunk) + 1
+    assert sent[0]["status"] == 413
+    assert (b"connection", b"close") in sent[0]["headers"]
 
 
 def test_all_interfaces_without_tls_and_authentication_is_a_warning(
