@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from headwater.runtime.error_handling.all_skipped import ALL_SKIPPED_AFTER
 from headwater.runtime.metrics.metric import COUNTER, EM, GAUGE, Metric, Sample, T, one
 from headwater.runtime.tasks.base import WorkerTask
 
@@ -78,5 +79,15 @@ ERROR_METRICS: tuple[Metric, ...] = (
         "When the task last met a failed record operation (Unix time); absent until it has.",
         _last_error,
         kafka=(f"{EM}/last-error-timestamp",),
+    ),
+    Metric(
+        "headwater_connect_task_error_all_records_skipped",
+        GAUGE,
+        T,
+        f"1 while the task skips every record it sees: at least {ALL_SKIPPED_AFTER} in a row under "
+        "errors.tolerance=all, none getting through since it started or since the last one that did (a "
+        "misconfiguration, logged once as an ERROR naming the stage and the last error); 0 again once a record gets "
+        "through.",
+        one(lambda t: int(t.all_skipped.on)),
     ),
 )

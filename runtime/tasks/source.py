@@ -163,6 +163,7 @@ class WorkerSourceTask(WorkerTask):
         self.producer.poll(0)
         if self.acks.error is not None:
             raise self.acks.error
+        self.all_skipped.check(self.acks.acked, self.errors)
         now = self.clock.now_ms()
         if now >= self._next_commit:
             self.commit_offsets()
