@@ -1,8 +1,8 @@
 """Kafka mirror source connector (KIP-310): copies matching topics of a source cluster into the worker's cluster.
 
 Install with ``pip install 'headwater[kafka-mirror]'``; its entry point is ``kafka-mirror``
-(``connector.class=kafka-mirror``). Run it with ``key.converter=bytes``, ``value.converter=bytes`` and
-``header.converter=bytes`` so records are copied byte for byte.
+(``connector.class=kafka-mirror``). Run it with ``key.converter=bytes`` and ``value.converter=bytes`` so records are
+copied byte for byte; the default header converter copies header bytes as they are.
 """
 
 from headwater.reference_connectors.kafka_mirror.config import (

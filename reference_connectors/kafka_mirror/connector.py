@@ -5,13 +5,14 @@ Records are copied as bytes by default, so run it with the worker's pass-through
 
     key.converter=bytes
     value.converter=bytes
-    header.converter=bytes
 
 (``ByteArrayConverter``; the Kafka class names work too). Any other converter would re-encode the bytes: JSON, for
-example, writes them base64-encoded. Destination topics are created by the destination cluster's auto-creation or
-ahead of time; records keep their key, value, headers and timestamp, and the destination's partitioner chooses the
-partition. Set ``heartbeat.interval.ms`` on the connector so that idle partitions still commit their offsets up to
-the source's end (see :meth:`KafkaMirrorSourceTask.produce_heartbeat_records`).
+example, writes them base64-encoded. The default header converter writes header bytes as they are, and the strings a
+header transform adds as UTF-8, which ``header.converter=bytes`` refuses. Destination topics are created by the
+destination cluster's auto-creation or ahead of time; records keep their key, value, headers and timestamp, and the
+destination's partitioner chooses the partition. Set ``heartbeat.interval.ms`` on the connector so that idle
+partitions still commit their offsets up to the source's end (see
+:meth:`KafkaMirrorSourceTask.produce_heartbeat_records`).
 
 Exactly once (KIP-618): on distributed workers with ``exactly.once.source.support=enabled``, each task writes the
 records it mirrors and their source offsets (the source partitions' offsets) in one transaction, and a task resumes

@@ -192,6 +192,10 @@ class ErrorHandler:
         self.clock = clock
         self.counters = ErrorCounters()
         self.dead_letters = dead_letters
+        self.last_failure: Failure | None = None
+        """The last failure that was not retried (again)."""
+        self.put_skipped = 0
+        """Records skipped at stage ``TASK_PUT`` (a sink's reported ones): put was given them, yet they failed."""
         self._warned = False
         self._lock = threading.Lock()
         """Failures are handled one at a time: a sink task may report from threads of its own."""
@@ -231,6 +235,7 @@ class ErrorHandler:
         counters.record_failures += 1
         counters.record_errors += 1
         counters.last_error_ms = self.clock.now_ms()
+        self.last_failure = failure
         settings = self.settings
         if not settings.tolerate:
             raise ConnectError(
@@ -239,6 +244,8 @@ class ErrorHandler:
                 f"(Tolerance exceeded in error handler): {type(failure.error).__name__}: {failure.error}"
             ) from failure.error
         counters.records_skipped += 1
+        if failure.stage is Stage.TASK_PUT:
+            self.put_skipped += 1
         self._log(failure)
         if self.dead_letters is None or failure.record is None:
             return _done()

@@ -13,8 +13,9 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from headwater.runtime.metrics.catalog import METRICS, Histogram, Kind, Scope
-from headwater.runtime.metrics.catalog import Metric as Definition
+from headwater.runtime.metrics.catalog import METRICS
+from headwater.runtime.metrics.metric import Histogram, Kind, Scope
+from headwater.runtime.metrics.metric import Metric as Definition
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.worker import Worker

@@ -21,6 +21,7 @@ from headwater.runtime.converters import (
     load_converter,
     load_header_converter,
 )
+from headwater.runtime.error_handling.all_skipped import AllSkipped
 from headwater.runtime.error_handling.tolerance import ErrorHandler
 from headwater.runtime.logs.context import LoggingContext, for_task
 from headwater.runtime.plugins import plugin_manager
@@ -89,6 +90,8 @@ class WorkerTask(ABC):
         self.hooks: Any = None
         self.errors = ErrorHandler(str(id), settings.errors, clock)
         """The task's ``errors.*`` handling and its counters."""
+        self.all_skipped = AllSkipped(str(id))
+        """The alarm of a task that skips every record it sees, checked once per pass of its loop."""
         self.key_converter: Converter
         self.value_converter: Converter
         self.header_converter: HeaderConverter

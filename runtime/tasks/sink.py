@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
+from operator import attrgetter
 from time import perf_counter
 
 from headwater.runtime.clock import SystemClock
@@ -29,6 +30,8 @@ from headwater.sdk.records import SinkRecord, TopicPartition
 from headwater.sdk.task import SinkTask
 
 log = logging.getLogger(__name__)
+
+_TOPIC = attrgetter("topic")
 
 MAX_POLL_WAIT_MS = 100
 """Longest wait of one poll, so the loop notices a stop request at once (Kafka Connect wakes its consumer up): a
@@ -85,7 +88,10 @@ class WorkerSinkTask(WorkerTask):
         self._commit_seqno = 0
         self._next_commit = 0
         self.active_topics: set[str] = set()
-        """Topics a record was consumed from (KIP-558's sink rule: when consumed and converted)."""
+        """Topics of the records put received (KIP-558), noted once ``put`` returned: the topics consumed from, or
+        with transforms the topics of the transformed records. Kafka Connect's ``WorkerSinkTask`` notes the consumed
+        topic even where a transform renames it or drops the record; here a topic a RegexRouter renamed away is
+        never listed."""
         self.records_read = 0
         """Records the consumer returned (before conversion and transformation)."""
         self.records_put = 0
@@ -123,6 +129,7 @@ class WorkerSinkTask(WorkerTask):
         if self.errant_failure is not None:
             raise self.errant_failure
         self.errors.poll()
+        self.all_skipped.check(self.records_put - self.errors.put_skipped, self.errors)
         if self._target_paused != self._paused_for_target:
             self._apply_target_state()
         now = self.clock.now_ms()
@@ -224,11 +231,14 @@ class WorkerSinkTask(WorkerTask):
             # next offsets to commit (Java's currentOffsets), with no walk over the records.
             current = self.current_offsets
             active = self.active_topics
+            renames = bool(self.transforms)
             for tp, position in self.consumer.positions().items():
                 if current.get(tp) != position:
                     current[tp] = position
-                    if tp.topic not in active:
+                    if not renames and tp.topic not in active:
                         active.add(tp.topic)
+            if renames:  # the topics put received, after the transforms (a dropped record names none)
+                active.update(map(_TOPIC, records))
         self.records_put += len(records)
         if self._paused_for_redelivery:
             self._paused_for_redelivery = False

@@ -131,7 +131,8 @@ class WorkerSourceTask(WorkerTask):
         self._raw_headers = False
         """Whether the header converter writes bytes header values as they are."""
         self.active_topics = self.acks.active_topics
-        """Topics the broker acknowledged a record of (KIP-558's source rule: after the acknowledgement)."""
+        """Topics the broker acknowledged a record of (KIP-558's source rule: after the acknowledgement), as
+        written: after the transforms (``AbstractWorkerSourceTask`` records ``producerRecord.topic()``)."""
         self.topic_creation: TopicCreation | None = None
         """The connector's topic creation groups, when it creates topics (KIP-158): a topic this task has not sent
         to yet is created, when missing, before its first record."""
@@ -162,6 +163,7 @@ class WorkerSourceTask(WorkerTask):
         self.producer.poll(0)
         if self.acks.error is not None:
             raise self.acks.error
+        self.all_skipped.check(self.acks.acked, self.errors)
         now = self.clock.now_ms()
         if now >= self._next_commit:
             self.commit_offsets()
@@ -262,6 +264,7 @@ class WorkerSourceTask(WorkerTask):
                     entries[index].acked = True
                     continue
                 record = transformed
+                entries[index].topic = record.topic  # the topic written to is the active one (KIP-558)
             topic, key, value = record.topic, record.key, record.value
             if (
                 passthrough

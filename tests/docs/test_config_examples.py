@@ -4,7 +4,6 @@ test suite creates is held to the same by the guard in ``tests/support/unknown_k
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,31 +13,15 @@ import pytest
 from headwater.demo.pipeline import sink_config, source_config
 from headwater.runtime.config.known_keys import refused_keys
 from headwater.runtime.config.override_policy import client_refusals
-from headwater.runtime.config.properties import parse_properties
 from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, unknown_connector_keys
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.sdk import SinkConnector
-
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
-BLOCK = re.compile(r"^( *)```properties\n(.*?)\n\1```", re.S | re.M)
-GUIDES = {"spark-sink.md": "spark-sink", "jdbc-cdc.md": "jdbc-cdc", "kafka-mirror.md": "kafka-mirror"}
-"""Pages of one connector, whose config fragments (a block without ``connector.class``) are that connector's."""
-WORKER_KEYS = ("bootstrap.servers", "group.id")
+from support.doc_blocks import ROOT, connector_blocks
 
 
 def documented_configs() -> list[Any]:
     """A pytest param per connector config (or fragment of one) in a ``properties`` block of the docs."""
-    found = []
-    for page in PAGES:
-        for number, match in enumerate(BLOCK.finditer(page.read_text(encoding="utf-8"))):
-            text = "\n".join(line.strip() for line in match.group(2).splitlines())
-            values = parse_properties(text, page).values
-            if "connector.class" not in values and (page.name not in GUIDES or any(k in values for k in WORKER_KEYS)):
-                continue  # a worker config
-            values.setdefault("connector.class", GUIDES.get(page.name, ""))
-            found.append(pytest.param(values, id=f"{page.name}-{number}"))
-    return found
+    return [pytest.param(block.values, id=block.id) for block in connector_blocks()]
 
 
 def demo_configs() -> list[Any]:

@@ -68,6 +68,41 @@ def test_a_sink_topic_counts_once_a_record_of_it_was_consumed(make_simulated_wor
     assert topics(worker, "snk") == ["busy"]
 
 
+ROUTE = {
+    "transforms": "route",
+    "transforms.route.type": "RegexRouter",
+    "transforms.route.regex": "raw",
+    "transforms.route.replacement": "routed",
+}
+"""RegexRouter renaming ``raw`` to ``routed``."""
+
+
+def test_a_source_topic_is_the_one_written_after_its_transforms(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker()
+    source(worker, topic="raw", **ROUTE)
+    worker.advance(200)
+    assert len(worker.messages("routed")) == 2
+    assert topics(worker, "src") == ["routed"], "never the topic before RegexRouter, which was not written"
+
+
+def test_a_sink_topic_is_the_one_its_put_receives_after_its_transforms(make_simulated_worker: Make) -> None:
+    worker = make_simulated_worker()
+    worker.produce("raw", {"n": 1})
+    worker.produce("kept", {"n": 2})
+    worker.produce("dropped", {"n": 3})
+    drop = {
+        "transforms": "route,drop",
+        "transforms.drop.type": "Filter",
+        "transforms.drop.predicate": "is-dropped",
+        "predicates": "is-dropped",
+        "predicates.is-dropped.type": "TopicNameMatches",
+        "predicates.is-dropped.pattern": "dropped",
+    }
+    worker.add_connector("snk", MonitorableSinkConnector, {"topics": "raw,kept,dropped", **ROUTE, **drop})
+    worker.advance(200)
+    assert topics(worker, "snk") == ["kept", "routed"], "renamed by RegexRouter; a dropped record names none"
+
+
 def test_reset_forgets_idle_topics_and_used_ones_come_back(make_simulated_worker: Make) -> None:
     worker = make_simulated_worker()
     worker.produce("a", {"n": 1})

@@ -103,6 +103,25 @@ def test_sink_topics_are_recorded_when_consumed_and_come_back_after_a_reset_only
     assert rest_worker.topics(unique_name) == [first], "the idle topic stays gone"
 
 
+@pytest.mark.kafka
+def test_a_sources_topic_is_the_one_it_wrote_after_regex_router(
+    rest_worker: RestWorker, raw_records: RawRecords, unique_name: str
+) -> None:
+    raw, routed = f"{unique_name}-raw", f"{unique_name}-routed"
+    route = {
+        "transforms": "route",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "(.*)-raw",
+        "transforms.route.replacement": "$1-routed",
+    }
+    rest_worker.create(unique_name, {**source_config(raw), **route})
+    wait_for_topics(rest_worker, unique_name, [routed])
+    assert len(raw_records(routed)) == 3
+    rest_worker.wait_for_offsets(unique_name, [{"partition": {"task.id": f"{unique_name}-0"}, "offset": {"saved": 2}}])
+    rest_worker.herder.tick()
+    assert rest_worker.topics(unique_name) == [routed], f"never {raw}, which the connector did not write"
+
+
 def test_restart_keeps_the_topics(live_rest: MemoryRestWorker, unique_name: str) -> None:
     topic = f"{unique_name}-t"
     live_rest.create(unique_name, source_config(topic))
