@@ -7,6 +7,8 @@ Spark session: tests/reference_connectors/spark_sink/test_migration_example.py.)
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,7 +21,9 @@ from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
 from headwater.runtime.config.worker import STANDALONE_CONFIG
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.sdk.errors import ConfigError
+from support.debezium_unwrap import table_rows
 from support.migration_guide import Migration, migrations, rewritten
+from support.scratch import ScratchDatabase
 
 GUIDE = migrations()
 Make = Callable[..., SimulatedWorker]
@@ -122,3 +126,49 @@ def test_the_mirrormaker_example_copies_topics_with_keys_values_headers_and_time
     for topic, records in sent.items():
         worker.run_until(lambda t=topic: len(copied(t)) >= len(sent[t]), 120_000, f"the copy of {topic}")
         assert sorted(copied(topic)) == sorted(record[1:] for record in records)
+
+
+@pytest.mark.kafka
+@pytest.mark.postgres
+def test_the_debezium_example_fills_topics_a_debezium_consumer_reads_as_the_tables(
+    kafka_bootstrap: str, postgres_database: ScratchDatabase, unique_name: str, kafka_worker: Make
+) -> None:
+    """A snapshot, then an insert, an update and a delete: a consumer unwrapping Debezium's envelope (as
+    ``ExtractNewRecordState`` does) over the JSON the connector wrote rebuilds both tables, and the delete is
+    followed by a tombstone, as Debezium's ``tombstones.on.delete`` default has it."""
+    database = postgres_database
+    database.execute(
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT)",
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer INTEGER, amount NUMERIC(10, 2))",
+        "INSERT INTO customers VALUES (1, 'a@example.com'), (2, 'b@example.com')",
+        "INSERT INTO orders VALUES (10, 1, 12.50)",
+    )
+    name = re.sub(r"[^a-z0-9]+", "_", unique_name.lower())
+    config = rewritten(GUIDE["jdbc-cdc"].headwater, {"inventory": name}, connection_url=database.url)
+    worker = kafka_worker({"offset.flush.interval.ms": 100})
+    worker.add_connector(unique_name, config.pop("connector.class"), config)
+    inspector = KafkaInspector(kafka_bootstrap)
+    customers, orders = f"{name}.public.customers", f"{name}.public.orders"
+
+    def messages(topic: str) -> list[tuple[Any, Any]]:
+        decoded = lambda raw: None if raw is None else json.loads(raw)  # noqa: E731
+        return [(decoded(m.key), decoded(m.value)) for m in inspector.messages(topic)]
+
+    worker.run_until(lambda: len(messages(customers)) == 2 and len(messages(orders)) == 1, 120_000, "the snapshot")
+    database.execute(
+        "INSERT INTO customers VALUES (3, 'c@example.com')",
+        "UPDATE orders SET amount = 13.75 WHERE id = 10",
+        "DELETE FROM customers WHERE id = 2",
+    )
+    worker.run_until(lambda: len(messages(customers)) == 5 and len(messages(orders)) == 2, 120_000, "the changes")
+    assert sorted(row["email"] for row in table_rows(messages(customers)).values()) == [
+        "a@example.com",
+        "c@example.com",
+    ]
+    (order,) = table_rows(messages(orders)).values()
+    cents = int.from_bytes(base64.b64decode(order["amount"]), "big", signed=True)  # a Connect Decimal, scale 2
+    assert (order["id"], order["customer"], cents) == (10, 1, 1375)
+    delete, tombstone = messages(customers)[-2:]
+    assert (delete[1]["payload"]["op"], delete[1]["payload"]["before"]["id"], tombstone) == ("d", 2, (delete[0], None))
+    assert delete[1]["schema"]["name"] == f"{name}.public.customers.Envelope"
+    assert delete[1]["payload"]["source"]["connector"] == "postgresql"
