@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -144,6 +144,8 @@ class ConfigDef:
     """The keys by name, in the order they were defined."""
     prefixes: dict[str, str] = field(default_factory=dict)
     """The declared prefixes, such as ``"spark."``, with their documentation, in the order they were declared."""
+    replaced: dict[str, str] = field(default_factory=dict)
+    """Keys of other connectors this one does not read, each with what to write instead (:meth:`define_replaced`)."""
 
     def define(
         self,
@@ -159,7 +161,7 @@ class ConfigDef:
         """Add a key and return this definition, so that calls chain. A default (other than ``REQUIRED`` or
         ``None``) is parsed and validated here: a bad default raises :class:`ConfigError` at once. A name defined
         twice raises ``ValueError``."""
-        if name in self.keys:
+        if name in self.keys or name in self.replaced:
             raise ValueError(f"Configuration {name} is defined twice")
         key = ConfigKey(name, type, default, importance, documentation, validator, group, display_name)
         if not key.required and default is not None:
@@ -186,15 +188,30 @@ class ConfigDef:
         self.prefixes[prefix] = documentation
         return self
 
+    def define_replaced(self, names: str | Iterable[str], instead: str) -> ConfigDef:
+        """Declare keys of another connector, one users come from (Debezium's ``database.hostname``, say), that
+        this connector does not read, and what to write instead; return this definition, so that calls chain.
+
+        Such a key stays unknown (a warning, or an error under ``connector.unknown.keys=error``), even under a
+        declared prefix, but its message says ``instead`` rather than only that the key would be ignored. A key
+        also defined with :meth:`define` raises ``ValueError``."""
+        for name in [names] if isinstance(names, str) else names:
+            if name in self.keys or name in self.replaced:
+                raise ValueError(f"Configuration {name} is defined twice")
+            self.replaced[name] = instead
+        return self
+
     def covers(self, name: str) -> bool:
         """Whether ``name`` is a key of this definition: defined, or starting with a declared prefix."""
         return name in self.keys or name.startswith(tuple(self.prefixes))
 
     def merge(self, other: ConfigDef) -> ConfigDef:
         """A new definition with the keys and prefixes of both (``other`` must not redefine a key or prefix)."""
-        merged = ConfigDef(dict(self.keys), dict(self.prefixes))
+        merged = ConfigDef(dict(self.keys), dict(self.prefixes), dict(self.replaced))
+        for name, instead in other.replaced.items():
+            merged.define_replaced(name, instead)
         for key in other.keys.values():
-            if key.name in merged.keys:
+            if key.name in merged.keys or key.name in merged.replaced:
                 raise ValueError(f"Configuration {key.name} is defined twice")
             merged.keys[key.name] = key
         for prefix, documentation in other.prefixes.items():

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from headwater.reference_connectors.kafka_mirror.deserializers import BYTES, Deserialize, load_deserializer
+from headwater.reference_connectors.kafka_mirror.mirrormaker_keys import MIRRORMAKER_KEYS
 from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, non_empty_string, one_of
 
 SOURCE_PREFIX = "source."
@@ -245,10 +246,13 @@ def _overrides(prefix: str, options: tuple[str, ...], client: str) -> ConfigDef:
     return found
 
 
-CONFIG_DEF = KIP_310_CONFIG.merge(_overrides(CONSUMER_PREFIX, CONSUMER_OPTIONS, "consumer")).merge(
-    _overrides(ADMIN_PREFIX, ADMIN_OPTIONS, "admin client")
+CONFIG_DEF = (
+    KIP_310_CONFIG.merge(_overrides(CONSUMER_PREFIX, CONSUMER_OPTIONS, "consumer"))
+    .merge(_overrides(ADMIN_PREFIX, ADMIN_OPTIONS, "admin client"))
+    .merge(MIRRORMAKER_KEYS)
 )
-"""KIP-310's options plus the ``connector.consumer.`` and ``connector.admin.`` overrides of those the clients use."""
+"""KIP-310's options plus the ``connector.consumer.`` and ``connector.admin.`` overrides of those the clients use,
+and MirrorMaker 2's keys answered with what to write instead."""
 
 
 def isolation_level(props: Mapping[str, Any]) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from headwater.reference_connectors.spark_sink.packages import S3A_FILESYSTEM
+from headwater.reference_connectors.spark_sink.s3_sink_keys import S3_SINK_KEYS
 from headwater.reference_connectors.spark_sink.schema import METADATA_FIELDS, parse_schema
 from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, non_empty_string, one_of
 
@@ -227,9 +228,10 @@ CONFIG_DEF = (
         "SparkSession settings, given to its builder as they are (spark.hadoop.* reach Hadoop's configuration); the "
         "first Spark sink task of a worker process decides them.",
     )
+    .merge(S3_SINK_KEYS)
 )
-"""Every option of the Spark sink with its default and validator, and the ``spark.`` prefix of the session's
-settings (passed through)."""
+"""Every option of the Spark sink with its default and validator, the ``spark.`` prefix of the session's settings
+(passed through), and Confluent's S3 sink keys answered with what to write instead."""
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,11 @@ def unknown_keys(
     found: dict[str, str] = {}
     refused = refused_keys(props, kind)
     for name in props:
+        if name in definition.replaced:  # before the prefixes: source.cluster.alias is no source.* client setting
+            found[name] = (
+                f"{name} is not a configuration of this connector, and would be ignored: {definition.replaced[name]}"
+            )
+            continue
         if name in refused or definition.covers(name) or any(item.matches(name, kind) for item in NOT_IMPLEMENTED):
             continue
         problem = _override_problem(name, kind)

@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 from headwater.harness import SimulatedWorker
 from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
 from headwater.runtime.config.worker import STANDALONE_CONFIG
+from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, unknown_connector_keys
 from headwater.runtime.plugins import resolve_connector_class
 from headwater.sdk.errors import ConfigError
 from support.debezium_unwrap import table_rows
@@ -51,6 +52,18 @@ def test_every_key_of_the_java_example_is_in_the_table(name: str) -> None:
     prefixes = tuple(key[:-1] for key in listed if key.endswith("*"))
     missing = [key for key in migration.java if key not in listed and not key.startswith(prefixes)]
     assert missing == [], f"{migration.title}: Java keys the table does not map"
+
+
+@pytest.mark.parametrize("name", sorted(GUIDE))
+def test_a_java_example_key_left_in_a_headwater_config_is_answered_with_what_to_write_instead(name: str) -> None:
+    """The Java example under the Headwater connector: every key the connector does not read is reported with its
+    replacement (the guide's answer), never only as a key that would be ignored."""
+    connector = resolve_connector_class(name)()
+    props = {**GUIDE[name].java, "connector.class": name}
+    unknown = unknown_connector_keys(props, connector, DEFAULT_WORKER_CONFIG)
+    assert unknown, "the Java example has keys the connector does not read"
+    bare = {key: message for key, message in unknown.items() if "see docs/migration.md" not in message}
+    assert bare == {}
 
 
 def headwater_keys(migration: Migration) -> set[str]:

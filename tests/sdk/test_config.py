@@ -252,6 +252,17 @@ def test_merge_keeps_the_prefixes_of_both_and_refuses_one_declared_twice() -> No
         ConfigDef().define_prefix("", "everything")
 
 
+def test_a_replaced_key_is_not_covered_merges_with_its_answer_and_is_never_also_defined() -> None:
+    definition = ConfigDef().define_prefix("source.", "Clients.").define_replaced(("topics", "source.alias"), "Use x.")
+    merged = ConfigDef().define("a", Type.INT, 1).merge(definition)
+    assert merged.replaced == {"topics": "Use x.", "source.alias": "Use x."}
+    assert not merged.covers("topics")
+    with pytest.raises(ValueError, match="topics is defined twice"):
+        merged.merge(ConfigDef().define("topics", Type.STRING, ""))
+    with pytest.raises(ValueError, match="a is defined twice"):
+        merged.define_replaced("a", "Use b.")
+
+
 @pytest.mark.parametrize("value", ["${file:/etc/db.properties:port}", "${env:PORT}", "x${vault:a:b}y"])
 def test_a_value_holding_a_config_provider_reference_is_checked_once_resolved(value: str) -> None:
     definition = ConfigDef().define("port", Type.INT, 1, validator=at_least(1))
