@@ -160,7 +160,8 @@ CONFIG_DEF = (
         "fraction or an exponent (precision beyond 15-17 digits is lost; a value outside a double's range fails the "
         "task, naming table and column); precise (needs record.schemas=connect): Kafka Connect's Decimal with the "
         "column's scale and precision, a value with more digits fails the task (never rounded), a column without a "
-        "declared scale is refused at start. Float and integer columns are JSON numbers either way.",
+        "declared scale is refused at start. Float and integer columns are JSON numbers either way. With "
+        "envelope=debezium the default is precise, Debezium's.",
         one_of(STRING, DOUBLE, PRECISE),
     )
     .define(

@@ -14,8 +14,9 @@ What each part follows, in Debezium's own classes (as of :data:`DEBEZIUM_VERSION
   table without one; names as they are (``schema.name.adjustment.mode=none`` and ``field.name.adjustment.mode=none``,
   Debezium's defaults);
 - ``source``: ``io.debezium.connector.postgresql.PostgresSourceInfoStructMaker`` on ``SchemaFactory
-  .sourceInfoSchemaBuilder()``: the 16 fields of :data:`SOURCE` (``io.debezium.connector.postgresql.SourceInfo``
-  gives ``sequence`` as the JSON text ``["<last commit LSN>","<LSN>"]``); ``snapshot`` is the
+  .sourceInfoSchemaBuilder()``: the 16 fields of :data:`.debezium_schemas.SOURCE`
+  (``io.debezium.connector.postgresql.SourceInfo`` gives ``sequence`` as the JSON text
+  ``["<last commit LSN>","<LSN>"]``); ``snapshot`` is the
   ``io.debezium.data.Enum`` string of ``io.debezium.connector.SnapshotRecord``, its default ``false`` written for
   streamed events (Kafka's ``JsonConverter`` writes a null field's default, and a ``Struct`` reads it);
 - tombstones: ``io.debezium.pipeline.EventDispatcher`` sends, after each delete with ``tombstones.on.delete=true``
@@ -29,107 +30,20 @@ Where a field cannot hold what Debezium's does, ``docs/jdbc-cdc.md`` ("Debezium 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from headwater.reference_connectors.jdbc_cdc.debezium_schemas import (
+    CONNECTOR,
+    DEBEZIUM_VERSION,
+    HEARTBEAT,
+    HEARTBEAT_KEY,
+)
 from headwater.reference_connectors.jdbc_cdc.envelope import Change, change_key, topic_for
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.sdk import SourceOffset, SourcePartition, SourceRecord
-from headwater.sdk.schemas import INT64, STRING, optional, struct
 
 if TYPE_CHECKING:
     from headwater.reference_connectors.jdbc_cdc.record_schemas import RecordSchemas
-
-DEBEZIUM_VERSION = "3.6.1.Final"
-"""The Debezium release whose PostgreSQL events these are, and the ``source.version`` they carry."""
-CONNECTOR = "postgresql"
-
-
-def versioned(schema: Mapping[str, Any], version: int) -> dict[str, Any]:
-    return {**schema, "version": version}
-
-
-SNAPSHOT_RECORDS = (
-    "true",
-    "first",
-    "first_in_data_collection",
-    "last_in_data_collection",
-    "last",
-    "false",
-    "incremental",
-)
-"""``io.debezium.connector.SnapshotRecord``'s values, in its order (the enum schema's ``allowed`` parameter)."""
-SNAPSHOT = {
-    "type": "string",
-    "optional": True,
-    "name": "io.debezium.data.Enum",
-    "version": 1,
-    "parameters": {"allowed": ",".join(SNAPSHOT_RECORDS)},
-    "default": "false",
-}
-SOURCE = versioned(
-    struct(
-        "io.debezium.connector.postgresql.Source",
-        version=STRING,
-        connector=STRING,
-        name=STRING,
-        ts_ms=INT64,
-        snapshot=SNAPSHOT,
-        db=STRING,
-        sequence=optional(STRING),
-        ts_us=optional(INT64),
-        ts_ns=optional(INT64),
-        schema=STRING,
-        table=STRING,
-        txId=optional(INT64),
-        lsn=optional(INT64),
-        xmin=optional(INT64),
-        origin=optional(STRING),
-        origin_lsn=optional(INT64),
-    ),
-    1,
-)
-"""Debezium's PostgreSQL ``source`` block."""
-TRANSACTION = optional(versioned(struct("event.block", id=STRING, total_order=INT64, data_collection_order=INT64), 1))
-"""``SchemaFactory.transactionBlockSchema()``: the envelope's ``transaction``, null here."""
-_JSON_ORDER = ("type", "fields", "items", "keys", "values", "optional", "name", "version", "doc", "parameters")
-_JSON_LAST = ("default", "field")
-
-
-def json_order(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` with its keys in the order Kafka's ``JsonConverter.asJsonSchema`` writes them (``type``, then
-    ``fields``/``items``/``keys``/``values``, ``optional``, ``name``, ``version``, ``doc``, ``parameters``,
-    ``default``, and a struct member's ``field`` last), so the JSON converter's text is Debezium's byte for byte."""
-    made: dict[str, Any] = {}
-    for key in (*_JSON_ORDER, *(k for k in schema if k not in _JSON_ORDER and k not in _JSON_LAST), *_JSON_LAST):
-        if key not in schema:
-            continue
-        value = schema[key]
-        if key == "fields":
-            value = [json_order(member) for member in value]
-        elif key in ("items", "keys", "values") and isinstance(value, Mapping):
-            value = json_order(value)
-        made[key] = value
-    return made
-
-
-HEARTBEAT_KEY = json_order(versioned(struct("io.debezium.connector.common.ServerNameKey", serverName=STRING), 1))
-HEARTBEAT = json_order(versioned(struct("io.debezium.connector.common.Heartbeat", ts_ms=INT64), 1))
-
-
-def envelope_schema(name: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The envelope struct ``name`` (``<prefix>.<schema>.<table>.Envelope``) of tables whose row struct is ``row``."""
-    fields = {
-        "before": row,
-        "after": row,
-        "source": SOURCE,
-        "transaction": TRANSACTION,
-        "op": STRING,
-        "ts_ms": optional(INT64),
-        "ts_us": optional(INT64),
-        "ts_ns": optional(INT64),
-    }
-    return json_order(versioned(struct(name, **fields), 2))
 
 
 def sequence(previous_end: int | None, lsn: int | None) -> str:

@@ -28,7 +28,7 @@ from headwater.reference_connectors.jdbc_cdc import column_values as values
 from headwater.reference_connectors.jdbc_cdc.column_types import UNSUPPORTED, ColumnType
 from headwater.reference_connectors.jdbc_cdc.column_values import Convert
 from headwater.reference_connectors.jdbc_cdc.config import ADAPTIVE, DOUBLE, PRECISE
-from headwater.reference_connectors.jdbc_cdc.debezium import envelope_schema, json_order
+from headwater.reference_connectors.jdbc_cdc.debezium_schemas import envelope_schema, json_order
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.sdk import ConnectError
 from headwater.sdk.schemas import (

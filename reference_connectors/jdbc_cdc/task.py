@@ -52,6 +52,18 @@ def ends_transaction(offset: Mapping[str, Any] | None) -> bool:
     return offset is not None and "snapshot" not in offset and offset.get("flush") == offset.get("lsn")
 
 
+def transaction_ends(records: Sequence[SourceRecord]) -> list[SourceRecord]:
+    """The records of a poll after which a Kafka transaction commits (``transaction.boundary=connector``): those that
+    end a database transaction, a delete's tombstone rather than the delete (both carry the delete's offset)."""
+    last = len(records) - 1
+    return [
+        each
+        for i, each in enumerate(records)
+        if ends_transaction(each.source_offset)
+        and (i == last or records[i + 1].source_offset is not each.source_offset)
+    ]
+
+
 def writes_bytes(config: Mapping[str, Any]) -> bool:
     """Whether the connector's config sets the pass-through converter for keys and values."""
     return config.get("key.converter") in BYTES_CONVERTERS and config.get("value.converter") in BYTES_CONVERTERS
@@ -136,12 +148,8 @@ class JdbcCdcSourceTask(SourceTask):
             record = (self.envelope if self.json is None else self.json).record
             records = [record(change, partition, offset, now) for change, offset in changes]
         if self.transactions is not None:
-            last = len(records) - 1
-            for i, each in enumerate(records):  # a delete's tombstone carries its offset: commit after the tombstone
-                if ends_transaction(each.source_offset) and (
-                    i == last or records[i + 1].source_offset is not each.source_offset
-                ):
-                    self.transactions.commit_transaction(each)
+            for each in transaction_ends(records):
+                self.transactions.commit_transaction(each)
         return records
 
     def _batch(self) -> SourceBatch:

@@ -14,6 +14,7 @@ from headwater.reference_connectors.jdbc_cdc.column_types import from_oid
 from headwater.reference_connectors.jdbc_cdc.debezium import DebeziumEnvelope
 from headwater.reference_connectors.jdbc_cdc.record_schemas import RecordSchemas
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
+from headwater.reference_connectors.jdbc_cdc.task import transaction_ends
 from headwater.runtime.converters.builtin import JsonConverter
 from headwater.sdk import ConfigError, SourceRecord
 from support.debezium_unwrap import table_rows, unwrap
@@ -258,3 +259,13 @@ def test_the_debezium_unwrap_reads_the_events_as_rows() -> None:
     assert unwrap(*tombstone) is None  # Debezium's tombstone is dropped by default
     assert unwrap(*delete, mode="drop") is None
     assert unwrap({"payload": 1}, {"schema": {"type": "string", "optional": False}, "payload": "x"}) is not None
+
+
+def test_a_transaction_ending_in_a_delete_commits_after_its_tombstone() -> None:
+    made, ends = envelope(), {"lsn": 90, "seq": 1, "flush": 90}
+    records = [
+        *made.records(change("u", ANNE, ANNE), None, {"lsn": 90, "seq": 0, "flush": 80}, 1),
+        *made.records(change("d", ANNE, None), None, ends, 1),
+    ]
+    assert [r.value is None for r in records] == [False, False, True]
+    assert transaction_ends(records) == [records[2]]  # not the delete: its tombstone would open the next one
