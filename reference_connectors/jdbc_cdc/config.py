@@ -27,6 +27,8 @@ REPLICA_IDENTITY_FULL = "replica.identity.full"
 DECIMAL_HANDLING_MODE = "decimal.handling.mode"
 RECORD_SCHEMAS = "record.schemas"
 TIME_PRECISION_MODE = "time.precision.mode"
+ENVELOPE = "envelope"
+TOMBSTONES_ON_DELETE = "tombstones.on.delete"
 KEY_CONVERTER, VALUE_CONVERTER = "key.converter", "value.converter"
 
 TRIGGER, LOG = "trigger", "log"
@@ -34,6 +36,7 @@ INITIAL, NEVER = "initial", "never"
 STRING, DOUBLE, PRECISE = "string", "double", "precise"
 NONE, CONNECT = "none", "connect"
 ADAPTIVE = "adaptive"
+HEADWATER, DEBEZIUM = "headwater", "debezium"
 
 BYTES_CONVERTERS = frozenset(
     {
@@ -157,7 +160,8 @@ CONFIG_DEF = (
         "fraction or an exponent (precision beyond 15-17 digits is lost; a value outside a double's range fails the "
         "task, naming table and column); precise (needs record.schemas=connect): Kafka Connect's Decimal with the "
         "column's scale and precision, a value with more digits fails the task (never rounded), a column without a "
-        "declared scale is refused at start. Float and integer columns are JSON numbers either way.",
+        "declared scale is refused at start. Float and integer columns are JSON numbers either way. With "
+        "envelope=debezium the default is precise, Debezium's.",
         one_of(STRING, DOUBLE, PRECISE),
     )
     .define(
@@ -179,6 +183,27 @@ CONFIG_DEF = (
         "MicroTimestamp integers by the column's precision) or connect (Kafka Connect's Date, Time, Timestamp; "
         "timestamps and times to the millisecond).",
         one_of(ADAPTIVE, CONNECT),
+    )
+    .define(
+        ENVELOPE,
+        Type.STRING,
+        HEADWATER,
+        Importance.MEDIUM,
+        "headwater: this connector's change events; debezium: exactly the events of Debezium's PostgreSQL "
+        "connector (its envelope, source block and schemas, a tombstone after each delete), so consumers and "
+        "ExtractNewRecordState written for Debezium topics read them unchanged. debezium needs capture.mode=log and "
+        "record schemas (record.schemas=connect, its default there; none is refused), and makes "
+        "decimal.handling.mode default to precise, Debezium's default.",
+        one_of(HEADWATER, DEBEZIUM),
+    )
+    .define(
+        TOMBSTONES_ON_DELETE,
+        Type.BOOLEAN,
+        True,
+        Importance.LOW,
+        "With envelope=debezium: a tombstone (the key, a null value) follows each delete event, as Debezium's "
+        "option of the same name; false leaves it out. envelope=headwater sends none (true is refused there: use "
+        "the jdbc-cdc-unwrap transform's delete.handling.mode=none).",
     )
 )
 """Every option of the CDC connector with its default and validator."""
@@ -206,6 +231,9 @@ class CdcConfig:
     decimal_handling: str = STRING
     record_schemas: str = NONE
     time_precision: str = ADAPTIVE
+    envelope: str = HEADWATER
+    tombstones: bool = False
+    """Whether a tombstone follows each delete (``tombstones.on.delete``, with ``envelope=debezium``)."""
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> CdcConfig:
@@ -215,6 +243,7 @@ class CdcConfig:
         default = default_object_name(name)
         for key in (SLOT_NAME, PUBLICATION_NAME):
             _identifier(key, parsed[key])
+        envelope = _envelope(props, parsed)
         return cls(
             name=name,
             url=parsed[CONNECTION_URL],
@@ -232,23 +261,67 @@ class CdcConfig:
             publication=parsed[PUBLICATION_NAME] or default,
             replica_identity_full=parsed[REPLICA_IDENTITY_FULL],
             decimal_handling=parsed[DECIMAL_HANDLING_MODE].lower(),
-            record_schemas=_schemas_mode(props, parsed),
+            record_schemas=_schemas_mode(props, parsed, envelope),
             time_precision=parsed[TIME_PRECISION_MODE].lower(),
+            envelope=envelope,
+            tombstones=envelope == DEBEZIUM and bool(parsed[TOMBSTONES_ON_DELETE]),
         )
 
 
-def _schemas_mode(props: Mapping[str, Any], parsed: Mapping[str, Any]) -> str:
+def _given(props: Mapping[str, Any], key: str) -> bool:
+    value = props.get(key)
+    return value is not None and str(value).strip() != ""
+
+
+def _envelope(props: Mapping[str, Any], parsed: dict[str, Any]) -> str:
+    """``envelope``, checked against the keys it needs; under ``debezium`` the unset ``record.schemas`` and
+    ``decimal.handling.mode`` take Debezium's defaults (schemas always; ``precise``) in ``parsed``."""
+    envelope = str(parsed[ENVELOPE]).lower()
+    if envelope != DEBEZIUM:
+        if _given(props, TOMBSTONES_ON_DELETE) and parsed[TOMBSTONES_ON_DELETE]:
+            raise ConfigError(
+                TOMBSTONES_ON_DELETE,
+                props[TOMBSTONES_ON_DELETE],
+                "tombstones.on.delete applies to envelope=debezium; with envelope=headwater a delete sends no "
+                "tombstone (the jdbc-cdc-unwrap transform's delete.handling.mode=none turns a delete into one)",
+            )
+        return envelope
+    if str(parsed[CAPTURE_MODE]).lower() != LOG:
+        raise ConfigError(
+            CAPTURE_MODE,
+            parsed[CAPTURE_MODE],
+            "envelope=debezium needs capture.mode=log: Debezium's PostgreSQL events carry the WAL positions (lsn, "
+            "sequence) and commit times only the replication stream gives; trigger mode cannot fill them, and "
+            "Debezium's MySQL/MariaDB source block (binlog file, position, GTID) has no counterpart here",
+        )
+    if str(parsed[RECORD_SCHEMAS]).lower() == NONE and _given(props, RECORD_SCHEMAS):
+        raise ConfigError(
+            RECORD_SCHEMAS,
+            parsed[RECORD_SCHEMAS],
+            "envelope=debezium needs record schemas: Debezium's events always carry their key and value schemas "
+            "(use record.schemas=connect, or leave it unset; the JSON converter with schemas.enable=false still "
+            "writes payloads only)",
+        )
+    parsed[RECORD_SCHEMAS] = CONNECT
+    if not _given(props, DECIMAL_HANDLING_MODE):
+        parsed[DECIMAL_HANDLING_MODE] = PRECISE
+    return envelope
+
+
+def _schemas_mode(props: Mapping[str, Any], parsed: Mapping[str, Any], envelope: str) -> str:
     """``record.schemas``, checked against the keys that need it or refuse it."""
     mode = str(parsed[RECORD_SCHEMAS]).lower()
     if mode == CONNECT:
         converters = {key: props.get(key) for key in (KEY_CONVERTER, VALUE_CONVERTER)}
         if any(value in BYTES_CONVERTERS for value in converters.values()):
             shown = ", ".join(f"{key}={value}" for key, value in converters.items() if value is not None)
+            key, value = (ENVELOPE, DEBEZIUM) if envelope == DEBEZIUM else (RECORD_SCHEMAS, parsed[RECORD_SCHEMAS])
             raise ConfigError(
-                RECORD_SCHEMAS,
-                parsed[RECORD_SCHEMAS],
-                f"the bytes converters ({shown}) write schemaless JSON bytes: use record.schemas=none with them, or "
-                "a converter that writes schemas (avro, json) in key.converter and value.converter",
+                key,
+                value,
+                f"the bytes converters ({shown}) write schemaless JSON bytes, and {key}={value} needs record "
+                "schemas: use record.schemas=none and envelope=headwater with them, or a converter that writes "
+                "schemas (avro, json) in key.converter and value.converter",
             )
         return mode
     if str(parsed[DECIMAL_HANDLING_MODE]).lower() == PRECISE:

@@ -48,6 +48,15 @@ class Change:
     lsn: int | None = None
     txid: int | None = None
     snapshot: bool = False
+    snapshot_record: str | None = None
+    """A snapshot row's place in the snapshot as Debezium's ``SnapshotRecord`` names it (``first``, ``true``,
+    ``last_in_data_collection``, ``last``...); set by :class:`~.snapshot.Snapshot`."""
+    ts_us: int | None = None
+    """The commit time in microseconds, where the database gives it (log mode)."""
+    event_lsn: int | None = None
+    """Log mode: the WAL position of the change itself (``lsn`` is its transaction's commit end)."""
+    previous_end: int | None = None
+    """Log mode: the commit end of the transaction read before this change's."""
 
 
 def topic_for(prefix: str, table: CapturedTable) -> str:

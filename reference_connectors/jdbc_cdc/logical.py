@@ -33,7 +33,7 @@ from sqlalchemy import Connection, Engine
 
 from headwater.reference_connectors.jdbc_cdc.column_types import from_relation
 from headwater.reference_connectors.jdbc_cdc.columns import ChangeColumns, ColumnWriter
-from headwater.reference_connectors.jdbc_cdc.config import CONNECT, CdcConfig
+from headwater.reference_connectors.jdbc_cdc.config import CONNECT, DEBEZIUM, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.envelope import Change, JsonEnvelope
 from headwater.reference_connectors.jdbc_cdc.pgoutput import (
     Begin,
@@ -185,7 +185,8 @@ class LogStream:
                 self._start_snapshot(engine, tables, snapshot_name, start)
         self.flushed = start
         self.handed: int | None = start if resume else None
-        self.transaction: list[tuple[RowChange, CapturedTable]] = []
+        self.transaction: list[tuple[RowChange, CapturedTable, int]] = []
+        """The changes of the transaction being read, with their tables and WAL positions."""
         self.begin: Begin | None = None
         self.idle_lsn = start
         self.last_end = start
@@ -211,6 +212,9 @@ class LogStream:
         connection = autocommit(engine)
         connection.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         connection.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{name}'")
+        if self.cdc.envelope == DEBEZIUM:  # the snapshot transaction's id and start, as Debezium's source block has
+            sql = "SELECT txid_current(), (extract(epoch FROM now()) * 1000000)::bigint"
+            self.snapshot_txid, self.snapshot_us = connection.exec_driver_sql(sql).one()
         self.snapshot = Snapshot(connection, tables, self.dialect, self.cdc.name)
         self.snapshot_lsn = lsn
 
@@ -223,7 +227,7 @@ class LogStream:
         while len(found) < limit:
             message = self.cursor.read_message()
             if message is not None:
-                self._take(self.decoder.decode(message.payload), found)
+                self._take(self.decoder.decode(message.payload), found, message.data_start)
                 continue
             if not self.transaction:  # everything the server sent is handed on: its WAL position is safe
                 self.idle_lsn = max(self.idle_lsn, int(self.cursor.wal_end))
@@ -283,22 +287,24 @@ class LogStream:
             self.handed = columns.offsets[-1]["lsn"]
         self.begin = None
 
-    def _take(self, message: Any, found: list[tuple[Change, Offset]]) -> None:
+    def _take(self, message: Any, found: list[tuple[Change, Offset]], at: int) -> None:
+        """Take one decoded message; ``at`` is its WAL position (a change's own, a commit's end)."""
         if isinstance(message, RowChange):
             relation = message.relation
             table = self.tables.get(f"{relation.namespace}.{relation.name}")
             if table is not None:
-                self.transaction.append((message, self._version(relation, table) if self.typed else table))
+                self.transaction.append((message, self._version(relation, table) if self.typed else table, at))
         elif isinstance(message, Begin):
             self.begin, self.transaction = message, []
         elif isinstance(message, Commit):
             end, previous, begin = message.end_lsn, self.last_end, self.begin
             last = len(self.transaction) - 1
-            ts_ms, xid = message.commit_ms, begin.xid if begin is not None else None
-            for seq, (change, table) in enumerate(self.transaction):
+            ts_ms, ts_us, xid = message.commit_ms, message.commit_us, begin.xid if begin is not None else None
+            for seq, (change, table, lsn) in enumerate(self.transaction):
                 if (end, seq) <= self.skip_to:
                     continue
-                event = Change(table, change.op, change.old, change.new, ts_ms, lsn=end, txid=xid)
+                event = Change(table, change.op, change.old, change.new, ts_ms, lsn=end, txid=xid, ts_us=ts_us)
+                event.event_lsn, event.previous_end = lsn, previous
                 found.append((event, {"lsn": end, "seq": seq, "flush": end if seq == last else previous}))
             self.last_end = self.idle_lsn = max(end, self.last_end)
             if found:
@@ -339,6 +345,10 @@ class LogStream:
         found: list[tuple[Change, Offset]] = [
             (change, {"lsn": lsn, "seq": -1, "flush": lsn, "snapshot": INCOMPLETE}) for change in batch
         ]
+        if self.cdc.envelope == DEBEZIUM:
+            for change in batch:
+                change.event_lsn, change.txid = lsn, self.snapshot_txid
+                change.ts_ms, change.ts_us = self.snapshot_us // 1000, self.snapshot_us
         if last:
             if found:
                 found[-1] = (found[-1][0], {"lsn": lsn, "seq": -1, "flush": lsn})

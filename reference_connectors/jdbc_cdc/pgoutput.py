@@ -55,6 +55,10 @@ def unix_ms(postgres_us: int) -> int:
     return postgres_us // 1000 + POSTGRES_EPOCH_MS
 
 
+def unix_us(postgres_us: int) -> int:
+    return postgres_us + POSTGRES_EPOCH_MS * 1000
+
+
 @dataclass(frozen=True)
 class Relation:
     relid: int
@@ -93,6 +97,8 @@ class Commit:
     commit_lsn: int
     end_lsn: int
     commit_ms: int
+    commit_us: int
+    """The commit time in Unix microseconds, as pgoutput sends it."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +199,8 @@ class Decoder:
             return Begin(reader.uint64(), unix_ms(reader.int64()), reader.int32())
         if tag == _COMMIT:
             reader.byte()  # flags
-            return Commit(reader.uint64(), reader.uint64(), unix_ms(reader.int64()))
+            commit_lsn, end_lsn, at = reader.uint64(), reader.uint64(), reader.int64()
+            return Commit(commit_lsn, end_lsn, unix_ms(at), unix_us(at))
         if tag == _RELATION:
             relid, namespace, name = reader.int32(), reader.string(), reader.string()
             reader.byte()  # replica identity setting

@@ -28,6 +28,7 @@ from headwater.reference_connectors.jdbc_cdc import column_values as values
 from headwater.reference_connectors.jdbc_cdc.column_types import UNSUPPORTED, ColumnType
 from headwater.reference_connectors.jdbc_cdc.column_values import Convert
 from headwater.reference_connectors.jdbc_cdc.config import ADAPTIVE, DOUBLE, PRECISE
+from headwater.reference_connectors.jdbc_cdc.debezium_schemas import envelope_schema, json_order
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 from headwater.sdk import ConnectError
 from headwater.sdk.schemas import (
@@ -225,11 +226,16 @@ def _field_names(columns: Sequence[ColumnType], where: str) -> list[str]:
     return names
 
 
-def table_schemas(table: CapturedTable, prefix: str, decimals: str, temporal: str) -> TableSchemas:
-    """The schemas of ``table``'s current version (its :attr:`~CapturedTable.types`)."""
-    base = full_name(prefix, table.qualified)
+def table_schemas(
+    table: CapturedTable, prefix: str, decimals: str, temporal: str, debezium: bool = False
+) -> TableSchemas:
+    """The schemas of ``table``'s current version (its :attr:`~CapturedTable.types`); ``debezium``: the envelope is
+    Debezium's (:mod:`.debezium`) and names are left as they are (Debezium's ``schema.name.adjustment.mode=none``)."""
     columns = table.types
-    names = _field_names(columns, table.qualified)
+    if debezium:
+        base, names = f"{prefix}.{table.qualified}", [c.name for c in columns]
+    else:
+        base, names = full_name(prefix, table.qualified), _field_names(columns, table.qualified)
     fields: dict[str, dict[str, Any]] = {}
     conversions: list[tuple[str, str, Convert, Any]] = []
     for column, name in zip(columns, names, strict=True):
@@ -247,7 +253,11 @@ def table_schemas(table: CapturedTable, prefix: str, decimals: str, temporal: st
     if key_columns:
         key = struct(f"{base}.Key", **{by_column[c]: {**fields[by_column[c]], "optional": False} for c in key_columns})
         key = {**key, "fields": [{k: v for k, v in f.items() if k != "default"} for f in key["fields"]]}
-    envelope = struct(f"{base}.Envelope", op=STRING, before=row, after=row, source=SOURCE, ts_ms=INT64)
+    if debezium:
+        row, key = json_order(row), None if key is None else json_order(key)
+        envelope = envelope_schema(f"{base}.Envelope", row)
+    else:
+        envelope = struct(f"{base}.Envelope", op=STRING, before=row, after=row, source=SOURCE, ts_ms=INT64)
     converts = {name: convert for name, _, convert, _ in conversions}
     key_fields = tuple((c, by_column[c], converts[c]) for c in key_columns)
     return TableSchemas(table.qualified, key, row, envelope, tuple(conversions), key_fields)
@@ -257,10 +267,11 @@ class RecordSchemas:
     """The schemas of one connector's records: each table version's built once and handed out again (by the table
     object, then by its columns), and the heartbeats'."""
 
-    def __init__(self, prefix: str, decimals: str, temporal: str) -> None:
+    def __init__(self, prefix: str, decimals: str, temporal: str, debezium: bool = False) -> None:
         self.prefix = prefix
         self.decimals = decimals
         self.temporal = temporal
+        self.debezium = debezium
         self._by_object: dict[int, tuple[CapturedTable, TableSchemas]] = {}
         self._by_columns: dict[tuple[str, tuple[str, ...], tuple[ColumnType, ...]], TableSchemas] = {}
         self._heartbeats: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -273,7 +284,9 @@ class RecordSchemas:
         content = (table.qualified, table.primary_key, table.types)
         made = self._by_columns.get(content)
         if made is None:
-            made = self._by_columns[content] = table_schemas(table, self.prefix, self.decimals, self.temporal)
+            made = self._by_columns[content] = table_schemas(
+                table, self.prefix, self.decimals, self.temporal, self.debezium
+            )
         self._by_object[id(table)] = (table, made)
         return made
 

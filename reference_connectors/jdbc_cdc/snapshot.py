@@ -16,6 +16,7 @@ from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 5.0
+FIRST_IN_TABLE, IN_TABLE = "first_in_data_collection", "true"
 
 
 class Snapshot:
@@ -47,7 +48,22 @@ class Snapshot:
             query = f"SELECT {self.dialect.row_json(table)} FROM {self.dialect.table_ref(table)}"
             for (image,) in self.dialect.stream_rows(self.connection, query):
                 self.read[table] += 1
-                yield Change(table, "r", None, self.dialect.parse(table, image), None, snapshot=True)
+                first = FIRST_IN_TABLE if self.read[table] == 1 else IN_TABLE
+                row = self.dialect.parse(table, image)
+                yield Change(table, "r", None, row, None, snapshot=True, snapshot_record=first)
+
+    def _place(self, change: Change, ahead: Change | None) -> str:
+        """Where ``change`` stands in the snapshot, as Debezium's ``SnapshotRecord`` says it (its
+        ``RelationalSnapshotChangeEventSource.SnapshotMarkerResolver``, and ``EventDispatcher``'s buffering receiver,
+        which marks the snapshot's very last event ``last`` even when a later table is empty)."""
+        if ahead is None:
+            return "last"
+        first_in_table = change.snapshot_record == FIRST_IN_TABLE
+        if first_in_table and change.table is self.tables[0]:
+            return "first"
+        if ahead.table is not change.table:
+            return "last_in_data_collection"
+        return FIRST_IN_TABLE if first_in_table else IN_TABLE
 
     @property
     def done(self) -> bool:
@@ -57,8 +73,10 @@ class Snapshot:
         """Up to ``limit`` rows, and whether the last of them is the snapshot's last row."""
         batch: list[Change] = []
         while self._ahead is not None and len(batch) < limit:
-            batch.append(self._ahead)
-            self._ahead = next(self._rows, None)
+            change = self._ahead
+            batch.append(change)
+            self._ahead = ahead = next(self._rows, None)
+            change.snapshot_record = self._place(change, ahead)
         self.rows += len(batch)
         self._progress()
         return batch, self._ahead is None

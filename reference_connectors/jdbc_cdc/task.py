@@ -11,8 +11,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from headwater.reference_connectors.jdbc_cdc.config import BYTES_CONVERTERS, CONNECT, LOG, CdcConfig
+from headwater.reference_connectors.jdbc_cdc.config import BYTES_CONVERTERS, CONNECT, DEBEZIUM, LOG, CdcConfig
 from headwater.reference_connectors.jdbc_cdc.database import database_name, make_engine
+from headwater.reference_connectors.jdbc_cdc.debezium import DebeziumEnvelope
 from headwater.reference_connectors.jdbc_cdc.envelope import CONNECTOR, Change, Envelope, JsonEnvelope
 from headwater.reference_connectors.jdbc_cdc.json_rows import to_json
 from headwater.reference_connectors.jdbc_cdc.tables import CapturedTable, discover
@@ -51,6 +52,18 @@ def ends_transaction(offset: Mapping[str, Any] | None) -> bool:
     return offset is not None and "snapshot" not in offset and offset.get("flush") == offset.get("lsn")
 
 
+def transaction_ends(records: Sequence[SourceRecord]) -> list[SourceRecord]:
+    """The records of a poll after which a Kafka transaction commits (``transaction.boundary=connector``): those that
+    end a database transaction, a delete's tombstone rather than the delete (both carry the delete's offset)."""
+    last = len(records) - 1
+    return [
+        each
+        for i, each in enumerate(records)
+        if ends_transaction(each.source_offset)
+        and (i == last or records[i + 1].source_offset is not each.source_offset)
+    ]
+
+
 def writes_bytes(config: Mapping[str, Any]) -> bool:
     """Whether the connector's config sets the pass-through converter for keys and values."""
     return config.get("key.converter") in BYTES_CONVERTERS and config.get("value.converter") in BYTES_CONVERTERS
@@ -63,7 +76,7 @@ def record_schemas(cdc: CdcConfig, tables: Sequence[CapturedTable]) -> RecordSch
         return None
     from headwater.reference_connectors.jdbc_cdc.record_schemas import RecordSchemas
 
-    schemas = RecordSchemas(cdc.topic_prefix, cdc.decimal_handling, cdc.time_precision)
+    schemas = RecordSchemas(cdc.topic_prefix, cdc.decimal_handling, cdc.time_precision, cdc.envelope == DEBEZIUM)
     schemas.check(tables)
     return schemas
 
@@ -80,8 +93,13 @@ class JdbcCdcSourceTask(SourceTask):
         tables = discover(self.engine, self.cdc.include, self.cdc.exclude, internal=[self.cdc.audit_table])
         stored = self.context.offset_storage_reader.offset(self.partition)
         self.schemas = record_schemas(self.cdc, tables)
-        self.envelope = Envelope(self.cdc.topic_prefix, self.cdc.mode, database_name(self.engine), self.schemas)
+        database = database_name(self.engine)
+        self.envelope = Envelope(self.cdc.topic_prefix, self.cdc.mode, database, self.schemas)
         self.json = JsonEnvelope(self.envelope) if writes_bytes(config) else None
+        self.debezium: DebeziumEnvelope | None = None
+        if self.cdc.envelope == DEBEZIUM:
+            assert self.schemas is not None and self.json is None  # the config refuses the other combinations
+            self.debezium = DebeziumEnvelope(self.cdc.topic_prefix, database, self.schemas, self.cdc.tombstones)
         self.batches: deque[SourceBatch] = deque()
         if self.cdc.mode == LOG:
             from headwater.reference_connectors.jdbc_cdc.logical import LogStream
@@ -123,13 +141,15 @@ class JdbcCdcSourceTask(SourceTask):
         changes = stream.read(limit, wait_s)
         if not changes:
             return None
-        now = self.context.clock.now_ms()
-        record, partition = (self.envelope if self.json is None else self.json).record, self.partition
-        records = [record(change, partition, offset, now) for change, offset in changes]
+        now, partition = self.context.clock.now_ms(), self.partition
+        if self.debezium is not None:
+            records = [r for change, offset in changes for r in self.debezium.records(change, partition, offset, now)]
+        else:
+            record = (self.envelope if self.json is None else self.json).record
+            records = [record(change, partition, offset, now) for change, offset in changes]
         if self.transactions is not None:
-            for each in records:
-                if ends_transaction(each.source_offset):
-                    self.transactions.commit_transaction(each)
+            for each in transaction_ends(records):
+                self.transactions.commit_transaction(each)
         return records
 
     def _batch(self) -> SourceBatch:
@@ -150,6 +170,8 @@ class JdbcCdcSourceTask(SourceTask):
         offset = self.stream.heartbeat_offset()
         if offset is None:
             return []
+        if self.debezium is not None:
+            return [self.debezium.heartbeat(self.partition, offset, topic, self.context.clock.now_ms())]
         key = {"connector": CONNECTOR, "name": self.cdc.name, **self.partition}
         value = {**key, **offset, "ts_ms": self.context.clock.now_ms()}
         if self.json is not None:

@@ -71,7 +71,7 @@ def test_begin_and_commit_carry_positions_and_unix_milliseconds() -> None:
     begin = Decoder().decode(struct.pack(">cQqi", b"B", 500, 1_000_000, 741))
     assert begin == Begin(500, POSTGRES_EPOCH_MS + 1000, 741)
     commit = Decoder().decode(struct.pack(">cbQQq", b"C", 0, 480, 520, 2_000))
-    assert commit == Commit(480, 520, POSTGRES_EPOCH_MS + 2)
+    assert commit == Commit(480, 520, POSTGRES_EPOCH_MS + 2, POSTGRES_EPOCH_MS * 1000 + 2_000)
 
 
 def test_an_insert_decodes_its_image_with_json_types() -> None:
