@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.reference_connectors.jdbc_cdc.connection_url import CONNECTION_URL, check_url
+from headwater.reference_connectors.jdbc_cdc.debezium_keys import DEBEZIUM_KEYS
 from headwater.sdk import ConfigDef, ConfigError, Importance, Type, at_least, one_of
 
 CAPTURE_MODE = "capture.mode"
@@ -205,8 +206,10 @@ CONFIG_DEF = (
         "option of the same name; false leaves it out. envelope=headwater sends none (true is refused there: use "
         "the jdbc-cdc-unwrap transform's delete.handling.mode=none).",
     )
+    .merge(DEBEZIUM_KEYS)
 )
-"""Every option of the CDC connector with its default and validator."""
+"""Every option of the CDC connector with its default and validator, and Debezium's keys answered with what to write
+instead."""
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,7 @@ def test_the_debezium_example_fills_topics_a_debezium_consumer_reads_as_the_tabl
         "INSERT INTO customers VALUES (1, 'a@example.com'), (2, 'b@example.com')",
         "INSERT INTO orders VALUES (10, 1, 12.50)",
     )
-    name = re.sub(r"[^a-z0-9]+", "_", unique_name.lower())
+    name = "inventory_" + unique_name.rsplit("-", 1)[-1]  # slot names are the server's: unique, at most 48 characters
     config = rewritten(GUIDE["jdbc-cdc"].headwater, {"inventory": name}, connection_url=database.url)
     worker = kafka_worker({"offset.flush.interval.ms": 100})
     worker.add_connector(unique_name, config.pop("connector.class"), config)
@@ -173,15 +173,24 @@ def test_the_debezium_example_fills_topics_a_debezium_consumer_reads_as_the_tabl
         "UPDATE orders SET amount = 13.75 WHERE id = 10",
         "DELETE FROM customers WHERE id = 2",
     )
-    worker.run_until(lambda: len(messages(customers)) == 5 and len(messages(orders)) == 2, 120_000, "the changes")
+    database.execute("INSERT INTO customers VALUES (4, 'd@example.com')")  # a later transaction: the last event
+
+    def last_arrived() -> bool:
+        found = messages(customers)
+        return bool(found) and found[-1][1] is not None and found[-1][1]["payload"]["after"]["id"] == 4
+
+    worker.run_until(lambda: last_arrived() and len(messages(orders)) == 2, 120_000, "the changes")
     assert sorted(row["email"] for row in table_rows(messages(customers)).values()) == [
         "a@example.com",
         "c@example.com",
+        "d@example.com",
     ]
     (order,) = table_rows(messages(orders)).values()
     cents = int.from_bytes(base64.b64decode(order["amount"]), "big", signed=True)  # a Connect Decimal, scale 2
     assert (order["id"], order["customer"], cents) == (10, 1, 1375)
-    delete, tombstone = messages(customers)[-2:]
-    assert (delete[1]["payload"]["op"], delete[1]["payload"]["before"]["id"], tombstone) == ("d", 2, (delete[0], None))
+    found = messages(customers)
+    assert [None if value is None else value["payload"]["op"] for _, value in found] == ["r", "r", "c", "d", None, "c"]
+    delete, tombstone = found[3:5]
+    assert (delete[1]["payload"]["before"]["id"], tombstone) == (2, (delete[0], None))  # the tombstone: the same key
     assert delete[1]["schema"]["name"] == f"{name}.public.customers.Envelope"
     assert delete[1]["payload"]["source"]["connector"] == "postgresql"
