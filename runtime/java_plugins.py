@@ -150,8 +150,8 @@ CONVERTERS: Mapping[str, JavaPlugin] = {
 TRANSFORMATIONS: Mapping[str, JavaPlugin] = {
     "io.debezium.transforms.ExtractNewRecordState": JavaPlugin(
         "jdbc-cdc-unwrap",
-        "it turns jdbc-cdc's change events into the plain rows, with Debezium's delete.handling.mode (drop, rewrite, "
-        "none), drop.tombstones, add.fields and add.fields.prefix",
+        "it turns jdbc-cdc's change events (envelope=headwater) into the plain rows, with Debezium's "
+        "delete.handling.mode (drop, rewrite, none), drop.tombstones, add.fields and add.fields.prefix",
         CDC_DOCS,
     ),
     "io.debezium.transforms.ByLogicalTableRouter": JavaPlugin(
