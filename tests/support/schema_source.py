@@ -60,15 +60,22 @@ def order(n: int) -> dict[str, Any]:
 
 
 class SchemaSource(SourceConnector):
+    """``count`` orders (:attr:`count` by default) to ``topic``; a subclass names its own task class."""
+
+    count = 10
+
     def config_def(self) -> ConfigDef:
         return (
             ConfigDef()
             .define("topic", Type.STRING, importance=Importance.HIGH, documentation="Where the orders go.")
-            .define("count", Type.INT, 10, Importance.MEDIUM, "How many orders.")
+            .define("count", Type.INT, self.count, Importance.MEDIUM, "How many orders.")
         )
 
     def start(self, config: Mapping[str, Any]) -> None:
-        self.config = {key: str(value) for key, value in config.items() if value is not None}
+        self.config = {
+            "count": str(self.count),
+            **{key: str(value) for key, value in config.items() if value is not None},
+        }
 
     def task_class(self) -> type[SourceTask]:
         return SchemaSourceTask
@@ -78,25 +85,24 @@ class SchemaSource(SourceConnector):
 
 
 class SchemaSourceTask(SourceTask):
+    """Order n is :meth:`record` ``(n)``, in one source partition (offset ``{"n": n}``), at most :attr:`per_poll` a
+    poll (``None``: all that are left)."""
+
+    per_poll: int | None = 5
+
     def start(self, config: Mapping[str, str]) -> None:
-        self.topic, self.count = config["topic"], int(config.get("count", 10))
+        self.topic, self.count = config["topic"], int(config["count"])
         stored = self.context.offset_storage_reader.offset({"orders": "all"})
         self.next = 0 if stored is None else int(stored["n"]) + 1
 
     def poll(self) -> Sequence[SourceRecord]:
         made = []
-        while self.next < self.count and len(made) < 5:
-            n = self.next
-            made.append(
-                SourceRecord(
-                    {"orders": "all"},
-                    {"n": n},
-                    self.topic,
-                    order(n),
-                    key=f"order-{n}",
-                    key_schema=KEY,
-                    value_schema=ORDER,
-                )
-            )
+        while self.next < self.count and (self.per_poll is None or len(made) < self.per_poll):
+            made.append(self.record(self.next))
             self.next += 1
         return made
+
+    def record(self, n: int) -> SourceRecord:
+        return SourceRecord(
+            {"orders": "all"}, {"n": n}, self.topic, order(n), key=f"order-{n}", key_schema=KEY, value_schema=ORDER
+        )

@@ -5,11 +5,11 @@ its timestamp."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.sdk import ConfigDef, Importance, SourceConnector, SourceRecord, SourceTask, Type
+from headwater.sdk import SourceRecord, SourceTask
 from headwater.sdk.schemas import INT64, STRING, TIMESTAMP, struct
+from support.schema_source import SchemaSource, SchemaSourceTask
 
 ORDER = struct(
     "shop.Order",
@@ -43,45 +43,19 @@ def traced(n: int) -> bool:
     return n % 2 == 0
 
 
-class ShopSource(SourceConnector):
-    def config_def(self) -> ConfigDef:
-        return (
-            ConfigDef()
-            .define("topic", Type.STRING, importance=Importance.HIGH, documentation="Where the orders go.")
-            .define("count", Type.INT, 4, Importance.MEDIUM, "How many orders.")
-        )
-
-    def start(self, config: Mapping[str, Any]) -> None:
-        self.config = {key: str(value) for key, value in config.items() if value is not None}
+class ShopSource(SchemaSource):
+    count = 4
 
     def task_class(self) -> type[SourceTask]:
         return ShopSourceTask
 
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self.config)]
 
+class ShopSourceTask(SchemaSourceTask):
+    per_poll = None
 
-class ShopSourceTask(SourceTask):
-    def start(self, config: Mapping[str, str]) -> None:
-        self.topic, self.count = config["topic"], int(config.get("count", 4))
-        stored = self.context.offset_storage_reader.offset({"orders": "all"})
-        self.next = 0 if stored is None else int(stored["n"]) + 1
-
-    def poll(self) -> Sequence[SourceRecord]:
-        made = []
-        while self.next < self.count:
-            n = self.next
-            headers = [("trace-id", f"t{n}".encode()), ("span-id", f"s{n}".encode())] if traced(n) else []
-            made.append(
-                SourceRecord(
-                    {"orders": "all"},
-                    {"n": n},
-                    self.topic,
-                    order(n),
-                    timestamp=CREATED + n * 60_000,
-                    value_schema=ORDER,
-                    headers=headers,
-                )
-            )
-            self.next += 1
-        return made
+    def record(self, n: int) -> SourceRecord:
+        headers = [("trace-id", f"t{n}".encode()), ("span-id", f"s{n}".encode())] if traced(n) else []
+        timestamp = CREATED + n * 60_000
+        return SourceRecord(
+            {"orders": "all"}, {"n": n}, self.topic, order(n), timestamp=timestamp, value_schema=ORDER, headers=headers
+        )

@@ -19,16 +19,11 @@ from support.debezium_unwrap import table_rows
 from support.scratch import ScratchDatabase
 
 from .test_log_mode import log_config
+from .test_record_schemas_log import JSON_SCHEMAS
 
 pytestmark = pytest.mark.postgres
 
 Make = Callable[..., SimulatedWorker]
-JSON_SCHEMAS = {
-    "key.converter": "json",
-    "key.converter.schemas.enable": "true",
-    "value.converter": "json",
-    "value.converter.schemas.enable": "true",
-}
 
 
 def debezium_config(

@@ -12,24 +12,10 @@ import pytest
 
 from headwater.runtime.transport.kafka import ClusterProbe
 from headwater.runtime.transport.reachability import BrokerReachability
+from support.clocks import Clocks
 from support.rest_worker import wait_until
 
 LOGGER = "headwater.runtime.transport.reachability"
-
-
-class Clocks:
-    def __init__(self) -> None:
-        self.monotonic = 100.0
-        self.wall = 1_800_000_000.0  # 2027-01-15T08:00:00+00:00
-
-    def advance(self, seconds: float) -> None:
-        self.monotonic += seconds
-        self.wall += seconds
-
-
-@pytest.fixture
-def clocks() -> Clocks:
-    return Clocks()
 
 
 def reachability(clocks: Clocks, bound_ms: int = 20_000) -> BrokerReachability:

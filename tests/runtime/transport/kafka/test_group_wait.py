@@ -13,24 +13,10 @@ import pytest
 
 from headwater.runtime.transport.kafka import KafkaConsumer, KafkaTransport
 from headwater.runtime.transport.kafka.group_wait import GroupWait
+from support.clocks import Clocks
 from support.kafka_clients import Listener, poll_until
 
 LOGGER = "headwater.runtime.transport.kafka.group_wait"
-
-
-class Clocks:
-    def __init__(self) -> None:
-        self.monotonic = 0.0
-        self.wall = 1_800_000_000.0
-
-    def advance(self, seconds: float) -> None:
-        self.monotonic += seconds
-        self.wall += seconds
-
-
-@pytest.fixture
-def clocks() -> Clocks:
-    return Clocks()
 
 
 def wait_of(clocks: Clocks) -> GroupWait:
