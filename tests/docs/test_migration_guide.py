@@ -1,9 +1,9 @@
 """docs/migration.md: each Java example config is refused naming the Headwater connector its section maps it to;
 each key of a Java example is in its section's table, and each Headwater key the table names exists; and the
 examples run on the real broker: the MirrorMaker 2 one copies topics with their keys, values, headers and
-timestamps, and the Debezium one, on PostgreSQL, fills topics that a consumer unwrapping Debezium's envelope reads
-as the table's rows. (The S3 sink's example runs beside the Spark sink's tests, which hold the S3 server and the
-Spark session: tests/reference_connectors/spark_sink/test_migration_example.py.)"""
+timestamps, the Debezium one, on PostgreSQL, fills topics that a consumer unwrapping Debezium's envelope reads as
+the table's rows, and the Confluent S3 sink's one, rewritten for the Spark sink, writes the topic to a Parquet table
+on the session's S3 server. (Its bucket, topic and S3 connection are swapped for the test's own.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import base64
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from confluent_kafka import Producer
@@ -21,10 +21,15 @@ from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
 from headwater.runtime.config.worker import STANDALONE_CONFIG
 from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, unknown_connector_keys
 from headwater.runtime.plugins import resolve_connector_class
+from headwater.sdk import TopicPartition
 from headwater.sdk.errors import ConfigError
 from support.debezium_unwrap import table_rows
 from support.migration_guide import Migration, migrations, rewritten
 from support.scratch import ScratchDatabase
+from support.spark_services import S3Server
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 GUIDE = migrations()
 Make = Callable[..., SimulatedWorker]
@@ -194,3 +199,51 @@ def test_the_debezium_example_fills_topics_a_debezium_consumer_reads_as_the_tabl
     assert (delete[1]["payload"]["before"]["id"], tombstone) == (2, (delete[0], None))  # the tombstone: the same key
     assert delete[1]["schema"]["name"] == f"{name}.public.customers.Envelope"
     assert delete[1]["payload"]["source"]["connector"] == "postgresql"
+
+
+S3_SINK_SCHEMA = {
+    "type": "struct",
+    "name": "shop.Order",
+    "optional": False,
+    "fields": [
+        {"field": "id", "type": "int64", "optional": False},
+        {"field": "customer", "type": "string", "optional": True},
+    ],
+}
+
+
+@pytest.mark.kafka
+def test_the_s3_sink_example_writes_the_topic_to_a_parquet_table_on_s3(
+    kafka_bootstrap: str, spark: SparkSession, s3_server: S3Server, s3_bucket: str, unique_name: str
+) -> None:
+    """JSON records with schemas become a Parquet table at the S3 sink's place, partitioned by Kafka partition, keys
+    as strings, each record once; the worker runs in this process, in its SparkSession."""
+    from support.lake import Lake  # pyspark's: imported once the session exists
+
+    topic = f"{unique_name}-orders"
+    KafkaInspector(kafka_bootstrap).create_topic(topic, partitions=2)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for n in range(30):
+        value = {"schema": S3_SINK_SCHEMA, "payload": {"id": n, "customer": f"c{n % 4}"}}
+        producer.produce(topic, json.dumps(value).encode(), f"order-{n}".encode(), partition=n % 2)
+    assert producer.flush(30) == 0
+    config = rewritten(GUIDE["spark-sink"].headwater, {"orders": topic, "s3a://lake/": f"s3a://{s3_bucket}/"})
+    config.update(s3_server.hadoop_conf())
+    worker = KafkaSteppedWorker(kafka_bootstrap)
+    try:
+        worker.add_connector(unique_name, config.pop("connector.class"), config)
+        end = {TopicPartition(topic, 0): 15, TopicPartition(topic, 1): 15}
+        worker.run_until(lambda: worker.group_offsets(unique_name) == end, 300_000, f"commits up to {end}")
+    finally:
+        worker.close()
+    lake = Lake(f"s3a://{s3_bucket}", spark, s3_server)
+    table = f"s3a://{s3_bucket}/topics/{topic}"
+    rows = lake.rows(table, "parquet")
+    assert sorted((r["id"], r["customer"], r["kafka_key"], r["kafka_partition"]) for r in rows) == [
+        (n, f"c{n % 4}", f"order-{n}", n % 2) for n in range(30)
+    ]
+    keys = s3_server.list_keys(s3_bucket, f"topics/{topic}/")
+    assert {key.split("/")[2] for key in keys if key.split("/")[2].startswith("kafka_partition=")} == {
+        "kafka_partition=0",
+        "kafka_partition=1",
+    }

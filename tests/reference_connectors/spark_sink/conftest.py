@@ -1,13 +1,10 @@
-"""Fixtures for the Spark sink tests: the test process's one SparkSession (with Delta Lake, as the connector makes
-it), readers of what a table holds that do not go through the connector, and for cluster-scale tests an S3-compatible
-server and a Spark standalone cluster, each started once a session."""
+"""Fixtures for the Spark sink tests: readers of what a table holds that do not go through the connector, and the
+places a table can be. The session's SparkSession, S3-compatible server and Spark standalone cluster are the suite's
+(:mod:`support.spark_fixtures`). Without pyspark every test here is skipped."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +14,9 @@ pyspark = pytest.importorskip("pyspark", reason="the Spark sink needs the spark-
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from headwater.harness.shared_services import SharedServices, Started  # noqa: E402
-from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS, spark_session  # noqa: E402
 from support.lake import Lake, read_parquet  # noqa: E402
-from support.spark_services import S3Server, ServiceError, SparkCluster, bucket_name, stop_recorded  # noqa: E402
 
 ReadRows = Callable[[str | Path, str], list[dict[str, Any]]]
-
-
-@pytest.fixture(scope="session")
-def spark(s3_server: S3Server) -> SparkSession:
-    """The process's SparkSession, made by the connector's own code with Delta Lake, S3A (reaching the session's
-    S3 server) and Delta's DynamoDB commit coordinator (reaching the same server, whose credentials the JVM takes
-    from this process's environment), before any test writes, so every test shares it (a session is made once per
-    process)."""
-    if shutil.which("java") is None:
-        pytest.skip("the Spark sink needs Java 17")
-    os.environ.update(s3_server.aws_env())  # read by the JVM's AWS SDK when it starts, below
-    return spark_session({**SPARK_DEFAULTS, **s3_server.hadoop_conf()}, delta=True, s3a=True, dynamodb=True)
 
 
 @pytest.fixture
@@ -61,50 +43,3 @@ def read_rows(spark: SparkSession) -> ReadRows:
         return Lake(str(path), spark).rows(str(path), table_format)
 
     return read
-
-
-def _start_shared(service: S3Server | SparkCluster) -> Started:
-    service.start()
-    return Started(service.state(), stop_recorded, holds=service)
-
-
-@pytest.fixture(scope="session")
-def s3_server(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """An S3-compatible server (moto) for the session (under pytest-xdist, one for all workers of the run):
-    ``endpoint``, ``access_key``, ``secret_key``, ``region``, ``client()`` (boto3), ``create_bucket(name)``,
-    ``list_keys(bucket, prefix)``, ``hadoop_conf()`` (s3a settings)."""
-    missing = [name for name in ("moto", "boto3", "flask") if importlib.util.find_spec(name) is None]
-    if missing:
-        pytest.skip(f"the S3 tests need moto[server] and boto3 (missing: {', '.join(missing)})")
-    shared = SharedServices.of(pytestconfig)
-    if shared is not None:
-        start = lambda: _start_shared(S3Server(tmp_path_factory.mktemp("s3-server")))  # noqa: E731
-        yield S3Server.attach(shared.get("s3", start, ServiceError))
-        return
-    with S3Server(tmp_path_factory.mktemp("s3-server")) as server:
-        yield server
-
-
-@pytest.fixture
-def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
-    """A new, empty bucket of ``s3_server`` named after the test, with a random suffix."""
-    name = bucket_name(request.node.name)
-    s3_server.create_bucket(name)
-    return name
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
-    """A Spark standalone cluster for the session (one master, one worker with 2 cores and 2 GB, so that the
-    applications of two pytest-xdist workers, each asking for 1 core and 512 MB, run at once; under pytest-xdist one
-    for all workers of the run): ``master_url``, ``work_dir`` (the executors' directories), ``alive_workers()``,
-    ``status()``."""
-    if shutil.which("java") is None:
-        pytest.skip("the Spark cluster needs Java 17")
-    shared = SharedServices.of(pytestconfig)
-    if shared is not None:
-        start = lambda: _start_shared(SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g"))  # noqa: E731
-        yield SparkCluster.attach(shared.get("spark-cluster", start, ServiceError))
-        return
-    with SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g") as cluster:
-        yield cluster
