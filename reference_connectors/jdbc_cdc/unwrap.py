@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from headwater.reference_connectors.jdbc_cdc.envelope import CONNECTOR
 from headwater.sdk import ConfigDef, ConfigError, ConnectError, Importance, SourceRecord, Transformation, Type, one_of
 from headwater.sdk.schemas import STRING, Schema, optional
 
@@ -27,6 +28,12 @@ def _known_fields(key: str, value: Any) -> None:
         if not (name in ENVELOPE_FIELDS or bare in SOURCE_FIELDS):
             known = ", ".join([*ENVELOPE_FIELDS, *(f"source.{field}" for field in SOURCE_FIELDS)])
             raise ConfigError(key, ",".join(value), f"Unknown field {name}; known: {known}")
+
+
+def is_heartbeat(value: Any) -> bool:
+    """Whether a record value is the connector's heartbeat (its ``produce_heartbeat_records``, KIP-910): the
+    connector's name and offset, no ``op``."""
+    return isinstance(value, Mapping) and value.get("connector") == CONNECTOR and "op" not in value
 
 
 CONFIG = (
@@ -92,6 +99,8 @@ class JdbcCdcUnwrap(Transformation[SourceRecord]):
         encoded = isinstance(value, bytes | bytearray)
         envelope = json.loads(value) if encoded else value
         if not (isinstance(envelope, Mapping) and envelope.get("op") in ("c", "u", "d", "r")):
+            if is_heartbeat(envelope):  # as Debezium's transform passes its heartbeats, which are no envelopes
+                return record
             raise ConnectError(f"Not a JDBC-CDC change event (no op of c, u, d or r) on topic {record.topic}")
         row = self._row(envelope)
         if row is None:  # a tombstone has no value schema (as Debezium's), so the JSON converter writes null

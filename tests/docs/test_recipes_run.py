@@ -316,7 +316,7 @@ def cdc_recipe(recipes: Recipes, block_id: str, database: ScratchDatabase) -> Re
     worker = {  # a converter the connector names takes its settings from the connector's config only
         key: value for key, value in JSON_WORKER.items() if key.split(".", 1)[0] + ".converter" not in fragment
     }
-    config = {**block("jdbc-cdc.md", 0), **worker, "connection.url": database.url, **fragment}
+    config = {**block("jdbc-cdc.md", 0), **worker, **fragment, "connection.url": database.url}
     config["name"] = f"{config['name']}-{number}-{recipes.suffix}"
     config["topic.prefix"] = f"{config['topic.prefix']}_{number}_{recipes.suffix}"
     prefix = config["topic.prefix"]
