@@ -11,6 +11,7 @@ import base64
 import json
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,13 +19,15 @@ from confluent_kafka import Producer
 
 from headwater.harness import SimulatedWorker
 from headwater.harness.kafka_worker import KafkaInspector, KafkaSteppedWorker
+from headwater.runtime.commands.standalone import StandaloneWorker
+from headwater.runtime.config.properties import format_properties, read_properties
 from headwater.runtime.config.worker import STANDALONE_CONFIG
 from headwater.runtime.herder.validation import DEFAULT_WORKER_CONFIG, unknown_connector_keys
 from headwater.runtime.plugins import resolve_connector_class
-from headwater.sdk import TopicPartition
 from headwater.sdk.errors import ConfigError
 from support.debezium_unwrap import table_rows
 from support.migration_guide import Migration, migrations, rewritten
+from support.rest_worker import RestWorker, wait_until
 from support.scratch import ScratchDatabase
 from support.spark_services import S3Server
 
@@ -214,10 +217,11 @@ S3_SINK_SCHEMA = {
 
 @pytest.mark.kafka
 def test_the_s3_sink_example_writes_the_topic_to_a_parquet_table_on_s3(
-    kafka_bootstrap: str, spark: SparkSession, s3_server: S3Server, s3_bucket: str, unique_name: str
+    kafka_bootstrap: str, spark: SparkSession, s3_server: S3Server, s3_bucket: str, unique_name: str, tmp_path: Path
 ) -> None:
     """JSON records with schemas become a Parquet table at the S3 sink's place, partitioned by Kafka partition, keys
-    as strings, each record once; the worker runs in this process, in its SparkSession."""
+    as strings, each record once. A standalone worker in this process (its SparkSession) on the real clock: the
+    example flushes after its default flush.interval.ms, 30 s, which on a stepped virtual clock costs minutes."""
     from support.lake import Lake  # pyspark's: imported once the session exists
 
     topic = f"{unique_name}-orders"
@@ -227,17 +231,24 @@ def test_the_s3_sink_example_writes_the_topic_to_a_parquet_table_on_s3(
         value = {"schema": S3_SINK_SCHEMA, "payload": {"id": n, "customer": f"c{n % 4}"}}
         producer.produce(topic, json.dumps(value).encode(), f"order-{n}".encode(), partition=n % 2)
     assert producer.flush(30) == 0
-    config = rewritten(GUIDE["spark-sink"].headwater, {"orders": topic, "s3a://lake/": f"s3a://{s3_bucket}/"})
+    swaps = {"orders": topic, "s3a://lake/": f"s3a://{s3_bucket}/"}
+    config = rewritten(GUIDE["spark-sink"].headwater, swaps, name=unique_name)
     config.update(s3_server.hadoop_conf())
-    worker = KafkaSteppedWorker(kafka_bootstrap)
-    try:
-        worker.add_connector(unique_name, config.pop("connector.class"), config)
-        end = {TopicPartition(topic, 0): 15, TopicPartition(topic, 1): 15}
-        worker.run_until(lambda: worker.group_offsets(unique_name) == end, 300_000, f"commits up to {end}")
-    finally:
-        worker.close()
+    props = {
+        "bootstrap.servers": kafka_bootstrap,
+        "offset.storage.file.filename": str(tmp_path / "offsets"),
+        "listeners": "http://127.0.0.1:0",
+    }
+    (tmp_path / "worker.properties").write_text(format_properties(props), encoding="utf-8")
+    worker = RestWorker(StandaloneWorker(read_properties(tmp_path / "worker.properties"), []))
     lake = Lake(f"s3a://{s3_bucket}", spark, s3_server)
     table = f"s3a://{s3_bucket}/topics/{topic}"
+    try:
+        assert worker.create(unique_name, config).status_code == 201
+        wait_until(lambda: len(lake.rows(table, "parquet")) >= 30, "the 30 rows in the table", 300)
+        assert worker.states(unique_name) == ("RUNNING", ["RUNNING", "RUNNING"])
+    finally:
+        worker.stop()
     rows = lake.rows(table, "parquet")
     assert sorted((r["id"], r["customer"], r["kafka_key"], r["kafka_partition"]) for r in rows) == [
         (n, f"c{n % 4}", f"order-{n}", n % 2) for n in range(30)
