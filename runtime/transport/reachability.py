@@ -2,7 +2,7 @@
 ``headwater_connect_worker_broker_*`` metrics give.
 
 A running worker watches its cluster (:meth:`BrokerReachability.watch`): a thread of its own asks the cluster again
-and again through a probe (for Kafka, one admin client's DescribeCluster request:
+and again through a probe (for Kafka, one admin client's metadata request for one internal topic:
 :class:`~headwater.runtime.transport.kafka.check.ClusterProbe`), every quarter of the bound and at most every
 :data:`PROBE_INTERVAL_MAX_S`, each probe waiting as long. The cluster is *unreachable* once a probe has failed and
 none has answered for longer than the bound (``health.broker.unreachable.ms``), and reachable again at the next

@@ -80,10 +80,18 @@ def check_broker(config: Mapping[str, Any], timeout_ms: int, stop: threading.Eve
     return collected.lines[-1] if collected.lines else reason
 
 
+PROBED_TOPIC = "__consumer_offsets"
+"""The topic a probe asks the metadata of: Kafka's own, so a request for it never creates a topic of a user's."""
+
+
 class ClusterProbe:
-    """Asks the cluster whether it answers, again and again, with one admin client kept open: a DescribeCluster
-    request (KIP-700; no topic list, however many topics the cluster has). A probe is a
-    :data:`~headwater.runtime.transport.reachability.Probe`; :meth:`close` lets the client go."""
+    """Asks the cluster whether it answers, again and again, with one admin client kept open: a metadata request for
+    one internal topic (``__consumer_offsets``; no topic list, however many topics the cluster has, and nothing
+    created: librdkafka asks without auto-creation). It is answered on the calling thread: an admin request's future
+    (DescribeCluster, say) completes on librdkafka's background thread, which then runs Python code, and a Kafka
+    client that Python's garbage collector frees there makes librdkafka abort the process (a client must not be
+    destroyed from one of librdkafka's threads). A probe is a :data:`~headwater.runtime.transport.reachability.Probe`;
+    :meth:`close` lets the client go."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._log = _CollectedLog()
@@ -108,16 +116,13 @@ class ClusterProbe:
 
     def _ask(self, timeout_s: float) -> str | None:
         try:
-            self._admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 1)
+            self._admin.list_topics(topic=PROBED_TOPIC, timeout=timeout_s)
             return None
         except KafkaException as error:
             found = error.args[0] if error.args else None
             code = found.code() if isinstance(found, KafkaError) else None
-            if code == KafkaError._UNSUPPORTED_FEATURE:
-                return None  # a broker older than Kafka 2.8 answered ApiVersions without DescribeCluster
-            return f"no answer within {timeout_s:g} s" if code == KafkaError._TIMED_OUT else _describe(error)
-        except TimeoutError:
-            return f"no answer within {timeout_s:g} s"
+            silent = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
+            return f"no answer within {timeout_s:g} s" if code in silent else _describe(error)
 
     def close(self) -> None:
         self._admin.poll(0)
