@@ -98,6 +98,44 @@ def assert_source_offsets_monotonic(tap: ConnectorTap, order: Callable[[SourceOf
         previous[partition] = (position, commit, offset)
 
 
+HEARTBEAT_AHEAD = "a heartbeat reports only the position of records already handed over"
+
+
+def assert_heartbeats_not_ahead(tap: ConnectorTap, order: Callable[[SourceOffset], Any] | None = None) -> None:
+    """No record a task hands over after one of its heartbeats, for the heartbeat's source partition, is at or
+    before the heartbeat's position: the heartbeat's offset (whose order is ``order``'s, when given; else only an
+    equal offset is known to be at it) must cover only records already handed over. The runtime commits a heartbeat
+    once it is acknowledged; on a real cluster the heartbeat topic's acknowledgement may come before the data's,
+    so a commit in between followed by a crash resumes past records the task had read but not handed over."""
+    by_offset: dict[tuple[str, str, int], dict[str, Sent]] = {}
+    """Per partition and task instance: its heartbeats so far, by offset."""
+    furthest: dict[tuple[str, str, int], tuple[Any, Sent]] = {}
+    """Per partition and task instance: its heartbeat furthest by ``order``, and that position."""
+    for sent in tap.sent:
+        if sent.offset is None:
+            continue
+        key = (sent.partition_key, sent.task, sent.incarnation)
+        if sent.heartbeat:
+            by_offset.setdefault(key, {})[sent.offset_key] = sent
+            if order is not None:
+                at = order(sent.offset)
+                if key not in furthest or furthest[key][0] < at:
+                    furthest[key] = (at, sent)
+            continue
+        beat = by_offset.get(key, {}).get(sent.offset_key)
+        if beat is None and key in furthest and order is not None and order(sent.offset) <= furthest[key][0]:
+            beat = furthest[key][1]
+        if beat is not None:
+            raise GuaranteeViolation(
+                HEARTBEAT_AHEAD,
+                f"partition {sent.partition_key}: {sent.task}#{sent.incarnation} sent a heartbeat with offset "
+                f"{beat.offset_key} at {beat.at_ms} ms, then handed over {sent} at {sent.at_ms} ms, which the "
+                "heartbeat's position already covered: a heartbeat reports the position of the last record handed "
+                "over (or of the source, when nothing is left to hand over), never of records read ahead\n"
+                f"handed over for the partition:\n{describe(tap.sent_by_partition()[sent.partition_key])}",
+            )
+
+
 def assert_offsets_not_changed_after_handover(tap: ConnectorTap) -> None:
     """No task changes an offset map after handing it over: the runtime commits the map it was given once its
     record is acknowledged, so a map changed in place commits a position whose records may not be delivered."""

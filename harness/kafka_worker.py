@@ -182,8 +182,9 @@ class KafkaSteppedWorker(SimulatedWorker):
     def step(self) -> bool:
         progressed = super().step()
         for task in list(self.worker.tasks.values()):
-            if isinstance(task, WorkerSourceTask) and isinstance(task.producer, KafkaProducer):
-                task.producer.flush(TIMEOUT_S * 1000)
+            producer = getattr(task.producer, "inner", task.producer)  # under HeartbeatsFirst: its producer
+            if isinstance(task, WorkerSourceTask) and isinstance(producer, KafkaProducer):
+                producer.flush(TIMEOUT_S * 1000)
         return progressed
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ workers die at any point of their transactions (:mod:`headwater.harness.exactly_
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +39,16 @@ from headwater.sdk.connector import SourceConnector
 from headwater.sdk.records import SourceOffset
 
 HEARTBEAT_INTERVAL_MS = 1_000
-FEED_PATTERNS = ("bulk", "trickle")
-"""How the crash test feeds: every record at once before the first poll, or one record per pass of the loop."""
+FEED_PATTERNS = ("bulk", "trickle", "heartbeats-first")
+"""How the crash test feeds: every record at once before the first poll, or one record per pass of the loop; or
+three times as many at once with heartbeat acknowledgements served a pass before data's (a real cluster's topics
+acknowledge independently), for a task that implements heartbeats."""
 QUIET_MS = 500
 """The crash test stops crashing once no new data record has been handed over for this long."""
 CRASH_TEST_MS = 30_000
 """The crash test's virtual time limit."""
+FEED_ROUNDS = 5
+"""At most this many feeds top up the records handed over per source partition after a restart or crash."""
 EXACTLY_ONCE_HEARTBEAT_MS = 200
 """The heartbeat interval of the exactly-once check (for tasks that implement heartbeats)."""
 
@@ -84,6 +89,9 @@ class SourceConformance(Conformance):
     """The connector's config key that bounds the records one ``poll`` returns; when given, the crash test also
     runs with each of :attr:`batch_sizes` (a task that reads ahead of what it hands over is found this way)."""
     batch_sizes: ClassVar[Sequence[int]] = (1, 2)
+    resumed_records: ClassVar[int] = 10
+    """How many records each source partition is fed, at least, after a restart or crash of the tasks: several polls'
+    worth, so that a loss that recurs once a task has resumed (a record skipped after every page, say) shows."""
     exactly_once: ClassVar[bool | None] = None
     """Whether to run the exactly-once check: ``None`` (the default) when the connector's
     ``exactly_once_support(config)`` answers ``SUPPORTED``, ``True`` whatever it answers, ``False`` never."""
@@ -119,7 +127,8 @@ class SourceConformance(Conformance):
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         super().pytest_generate_tests(metafunc)
         if "feed_pattern" in metafunc.fixturenames:
-            metafunc.parametrize("feed_pattern", FEED_PATTERNS)
+            beats = implements_heartbeats(resolve_connector_class(type(self).connector))
+            metafunc.parametrize("feed_pattern", [p for p in FEED_PATTERNS if beats or p != "heartbeats-first"])
         if "transaction_boundary" in metafunc.fixturenames:
             connector = resolve_connector_class(type(self).connector)
             metafunc.parametrize("transaction_boundary", exactly_once.boundaries(connector))
@@ -156,6 +165,7 @@ class SourceConformance(Conformance):
         self.assert_every_fed_record_arrived(driver, crashes)
         g.assert_offsets_not_changed_after_handover(driver.tap)
         g.assert_committed_offsets_were_sent(driver.tap)
+        g.assert_heartbeats_not_ahead(driver.tap, type(self).offset_order)
         g.assert_source_offsets_monotonic(driver.tap, type(self).offset_order)
         g.assert_partitions_read_by_one_task(driver.tap)
         g.assert_stop_hooks_clean(driver.tap)
@@ -170,14 +180,18 @@ class SourceConformance(Conformance):
         batch_size: int | None,
     ) -> None:
         """Offsets are committed at every pass and the tasks crash right after each commit: every record at or
-        before a committed offset must have been delivered, or it is never sent again."""
+        before a committed offset must have been delivered, or it is never sent again. Then the last tasks, resumed
+        from the offsets committed, are fed :attr:`resumed_records` per source partition."""
         driver = make_driver(offset_flush_interval_ms=10)
         if batch_size is not None:
             driver.config[str(type(self).batch_size_key)] = batch_size
         self.heartbeats_on(driver, conformance_context, driver.tick_ms)
+        if feed_pattern == "heartbeats-first":
+            driver.tap.heartbeats_first = conformance_context.heartbeat_topic
         driver.tap.freeze_on_commit = True  # a task hands nothing over between its commit and the crash
         driver.start()
-        self.expected = self.fed(driver, self.feed_count) if feed_pattern == "bulk" else []
+        bulk = {"bulk": self.feed_count, "heartbeats-first": 3 * self.feed_count}.get(feed_pattern, 0)
+        self.expected = self.fed(driver, bulk) if bulk else []
         to_trickle = self.feed_count if feed_pattern == "trickle" else 0
         crashes: list[CrashPoint] = []
         seen, handed = len(driver.tap.commits), len(driver.tap.sent)
@@ -199,6 +213,7 @@ class SourceConformance(Conformance):
                 driver.crash_tasks()
         driver.tap.freeze_on_commit = False
         driver.tap.frozen.clear()
+        self.feed_every_partition(driver)
         self.settle(driver)
         self.check_invariants(driver, crashes)
 
@@ -208,8 +223,7 @@ class SourceConformance(Conformance):
         before = self.sent_something(driver)
         driver.restart()
         committed = committed_offsets(driver, driver.tap.sent[:before])
-        self.expected += self.fed(driver, self.feed_count)
-        driver.advance(self.run_ms)
+        self.feed_every_partition(driver)
         assert_resumed(driver, before, committed, "restart")
         self.settle(driver)
         self.check_invariants(driver)
@@ -223,6 +237,7 @@ class SourceConformance(Conformance):
         driver.crash_tasks()
         committed = committed_offsets(driver, driver.tap.sent[:before])
         driver.advance(self.run_ms)
+        self.feed_every_partition(driver)
         assert_resumed(driver, before, committed, "crash")
         self.settle(driver)
         self.check_invariants(driver)
@@ -316,7 +331,7 @@ class SourceConformance(Conformance):
     def heartbeat_settings(self, connector: type[Any], context: ConformanceContext, interval_ms: int) -> dict[str, Any]:
         """The config keys that turn heartbeats on (every ``interval_ms``), or none when the task does not
         implement them."""
-        if not implements_hook(connector().task_class()(), "produce_heartbeat_records"):
+        if not implements_heartbeats(connector):
             return {}
         return {"heartbeat.interval.ms": interval_ms, "heartbeat.records.topic": context.heartbeat_topic}
 
@@ -343,6 +358,31 @@ class SourceConformance(Conformance):
                     since = driver.tap.now_ms()
         driver.advance(flush + 2 * driver.tick_ms)
 
+    def feed_every_partition(self, driver: ConnectorDriver) -> None:
+        """Feed records until the tasks have handed over :attr:`resumed_records` data records, at least, for every
+        source partition they handed any over for so far (or a few rounds found the source never spreads records
+        to one of them); run until they are handed over, or nothing more is for a while."""
+        start = len(driver.tap.sent)
+        partitions = {s.partition_key for s in driver.tap.sent if not s.heartbeat}
+        want = type(self).resumed_records
+        for _ in range(FEED_ROUNDS):
+            counts = Counter(s.partition_key for s in driver.tap.sent[start:] if not s.heartbeat)
+            short = sum(max(0, want - counts[p]) for p in partitions) if partitions else want
+            if not short:
+                return
+            fed = self.fed(driver, max(short, self.feed_count))
+            self.expected += fed
+            wanted = {g.canonical_value(f.value) for f in fed}
+            seen, since = len(driver.tap.sent), driver.tap.now_ms()
+            while wanted and driver.tap.now_ms() - since < QUIET_MS:
+                driver.advance(driver.tick_ms)
+                fresh = [s for s in driver.tap.sent[seen:] if not s.heartbeat]
+                seen = len(driver.tap.sent)
+                if fresh:
+                    wanted -= {g.canonical_value(s.value) for s in fresh}
+                    since = driver.tap.now_ms()
+            partitions |= {s.partition_key for s in driver.tap.sent[start:] if not s.heartbeat}
+
     def delivered(self, driver: ConnectorDriver) -> list[Any]:
         """The values of every data record in the topics the tasks sent data to."""
         return [self.read(m) for topic in g.data_topics(driver.tap) for m in driver.worker.messages(topic)]
@@ -355,13 +395,22 @@ class SourceConformance(Conformance):
             return
         first = lost[0]
         crash = next((c for c in crashes if c.at_ms >= first.at_ms), None)
-        where = (
-            "no task crashed after it was fed, yet it was never sent"
-            if crash is None
-            else f"the first crash after it was fed: {crash}\n  committed then by {crash.commit.task}: "
-            + ", ".join(f"{canonical(p)} -> {canonical(o)}" for p, o in crash.commit.source)
-            + "\n  a committed offset ran ahead of the records delivered: the task resumed past this one"
-        )
+        resumed = any(sent.incarnation > 1 for sent in driver.tap.sent)
+        if crash is not None:
+            where = (
+                f"the first crash after it was fed: {crash}\n  committed then by {crash.commit.task}: "
+                + ", ".join(f"{canonical(p)} -> {canonical(o)}" for p, o in crash.commit.source)
+                + "\n  a committed offset ran ahead of the records delivered: the task resumed past this one"
+            )
+        elif resumed:
+            where = "no task crashed after it was fed: a task resumed from its committed offsets and skipped it"
+        else:
+            where = "no task crashed after it was fed, yet it was never sent"
+        if driver.tap.heartbeats_first is not None:
+            where += (
+                "\n  (heartbeat acknowledgements reached the tasks a pass before data's, as on a real cluster:"
+                " a heartbeat committed then must cover only records already handed over)"
+            )
         raise g.GuaranteeViolation(
             "every record fed to the source arrives at least once (no committed offset runs ahead of delivery)",
             f"{len(lost)} of {len(self.expected)} fed records never arrived; the first, fed at {first.at_ms} ms: "
@@ -378,6 +427,11 @@ class SourceConformance(Conformance):
                 f"feed() that adds records to the source system\n{driver!r}"
             )
         return sent
+
+
+def implements_heartbeats(connector: type[Any]) -> bool:
+    """Whether the connector's task implements KIP-910's ``produce_heartbeat_records``."""
+    return implements_hook(connector().task_class()(), "produce_heartbeat_records")
 
 
 def committed_offsets(driver: ConnectorDriver, sent: Sequence[Sent]) -> dict[str, SourceOffset | None]:

@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from headwater.harness.ack_order import HeartbeatsFirst
 from headwater.harness.simulated import SimulatedWorker
+from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
+from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.hookspecs import hookimpl
 from headwater.sdk.records import SinkRecord, SourceOffset, SourcePartition, SourceRecord, TopicPartition
@@ -110,6 +113,9 @@ class ConnectorTap:
         """When set, a source task whose offsets were just committed hands nothing more over (its ``poll`` and
         heartbeat hook are not called) until it is restarted: the process died right after the commit."""
         self.frozen: set[tuple[str, int]] = set()
+        self.heartbeats_first: str | None = None
+        """The heartbeat topic, when the source tasks' data acknowledgements reach them a ``poll`` after the heartbeat
+        topic's (:class:`~headwater.harness.ack_order.HeartbeatsFirst`, set on each task as it starts)."""
         self.mutated: list[tuple[Sent, Sent]] = []
         """Offsets a task changed after handing them over: (the record as handed over, the later one that showed
         the same offset map with another value)."""
@@ -132,6 +138,13 @@ class ConnectorTap:
         for task_id, worker_task in list(self.worker.worker.tasks.items()):
             if task_id.connector == self.connector and id(worker_task.task) not in self._labels:
                 self._wrap(worker_task.task, str(task_id))
+                topic = self.heartbeats_first
+                if (
+                    topic is not None
+                    and isinstance(worker_task, WorkerSourceTask)
+                    and not isinstance(worker_task, ExactlyOnceWorkerSourceTask)
+                ):
+                    worker_task.producer = HeartbeatsFirst(worker_task.producer, topic)  # type: ignore[assignment]
 
     def _wrap(self, task: object, label: str) -> None:
         incarnation = self._incarnations[label] = self._incarnations.get(label, 0) + 1

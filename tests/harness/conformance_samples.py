@@ -290,6 +290,73 @@ class HeartbeatAheadTask(LogTask):
         return len(self.logs[name]) - 1
 
 
+class BufferedHeartbeatSource(LogSource):
+    """Breaks at-least-once: reads each log's new records into a buffer and hands them over a batch at a time, each
+    with its own position, but its heartbeats carry the position of the last record read into the buffer, not of
+    the last handed over (an HTTP source reporting the cursor of the page it fetched)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return BufferedHeartbeatTask
+
+
+class BufferedHeartbeatTask(LogTask):
+    def poll(self) -> list[SourceRecord]:
+        if not hasattr(self, "buffers"):
+            self.buffers: dict[str, list[tuple[int, Any]]] = {name: [] for name in self.logs}
+        records = []
+        for name, log in self.logs.items():
+            while self.next[name] < len(log):  # fetch everything new
+                if log[self.next[name]] is not None:
+                    self.buffers[name].append((self.next[name], log[self.next[name]]))
+                self.next[name] += 1
+            taken, self.buffers[name] = self.buffers[name][: self.batch], self.buffers[name][self.batch :]
+            for position, value in taken:
+                records.append(SourceRecord(self.partition(name), self.offset(name, position), self.topic, value))
+        return records
+
+
+class MarkedHeartbeatSource(BufferedHeartbeatSource):
+    """Breaks at-least-once like :class:`BufferedHeartbeatSource`, with heartbeat offsets marked as such, so no
+    record's offset ever equals a heartbeat's: only a crash between the heartbeat's acknowledgement and the data's
+    shows the loss (there is no ``offset_order`` to compare positions by)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return MarkedHeartbeatTask
+
+
+class MarkedHeartbeatTask(BufferedHeartbeatTask):
+    @hookimpl
+    def produce_heartbeat_records(self, topic: str) -> list[SourceRecord]:
+        beats = super().produce_heartbeat_records(topic)
+        return [dataclasses.replace(b, source_offset={**dict(b.source_offset or {}), "idle": True}) for b in beats]
+
+
+class PagedResumeSource(LogSource):
+    """Breaks at-least-once only after resuming: a task started from a stored offset pages through each log three
+    records at a time and skips the record after every page (an off-by-one in its resumed cursor)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return PagedResumeTask
+
+
+class PagedResumeTask(LogTask):
+    def resume_at(self, name: str, stored: Mapping[str, Any] | None) -> int:
+        if stored:
+            self.resumed = getattr(self, "resumed", {})
+            self.resumed[name] = 0
+        return super().resume_at(name, stored)
+
+    def poll(self) -> list[SourceRecord]:
+        records = super().poll()
+        for name, done in getattr(self, "resumed", {}).items():
+            done += sum(1 for r in records if r.source_partition == self.partition(name))
+            if done >= 3 and self.next[name] < len(self.logs[name]):
+                self.next[name] += 1  # the page's cursor points one past its end
+                done = 0
+            self.resumed[name] = done
+        return records
+
+
 class RestartDropsSource(LogSource):
     """Breaks at-least-once: a restarted task starts at the end of the log, dropping what came while it was down."""
 

@@ -94,6 +94,9 @@ TestForgetful = source(ForgetfulSource)
 TestSkipping = source(SkippingSource)
 TestReadAhead = source(ReadAheadSource)
 TestHeartbeatAhead = source(HeartbeatAheadSource)
+TestBufferedHeartbeat = source(BufferedHeartbeatSource)
+TestMarkedHeartbeat = source(MarkedHeartbeatSource)
+TestPagedResume = source(PagedResumeSource)
 TestRestartDrops = source(RestartDropsSource)
 TestMissingPartition = source(MissingPartitionSource)
 TestOverlap = source(OverlapSource)
@@ -121,6 +124,7 @@ ADVANCE = "heartbeat offsets advance with the source's position while it sends n
 CLEANUP = "stop(connector_deleted=True) removes what the connector provisioned; nothing else does"
 WRITTEN = "a committed sink offset covers only records the sink has written"
 BEYOND = "pre_commit returns no offset beyond what was consumed"
+HEARTBEAT_AHEAD = "a heartbeat reports only the position of records already handed over"
 EVENTUALLY = "a sink commits every record it is given, eventually"
 TWICE = "a read_committed consumer sees no record twice, wherever a worker dies (exactly-once source)"
 UNSEEN = "a read_committed consumer sees every record fed to the source, wherever a worker dies (exactly-once source)"
@@ -142,10 +146,23 @@ GATE = {
         frozenset({f"{RESUME} (after a crash)", FORWARD}),
     ),
     "TestSkipping": Planted("a record's offset is the next record's position", ARRIVES, frozenset({RESENT, FORWARD})),
-    "TestReadAhead": Planted("a record's offset is the task's read position, not its own", ARRIVES),
-    "TestHeartbeatAhead": Planted(
-        "heartbeats carry the end of the log while records are unread", ARRIVES, frozenset({FORWARD})
+    "TestReadAhead": Planted(
+        "a record's offset is the task's read position, not its own", ARRIVES, frozenset({HEARTBEAT_AHEAD})
     ),
+    "TestHeartbeatAhead": Planted(
+        "heartbeats carry the end of the log while records are unread", ARRIVES, frozenset({FORWARD, HEARTBEAT_AHEAD})
+    ),
+    "TestBufferedHeartbeat": Planted(
+        "heartbeats carry the position of the last record read into its buffer, not handed over",
+        HEARTBEAT_AHEAD,
+        frozenset({ARRIVES, FORWARD}),
+    ),
+    "TestMarkedHeartbeat": Planted(
+        "heartbeats (offsets marked as theirs) carry the position of the last record read into its buffer",
+        ARRIVES,
+        frozenset({FORWARD}),
+    ),
+    "TestPagedResume": Planted("a resumed task skips the record after every page of three", ARRIVES),
     "TestRestartDrops": Planted("a restarted task drops what came while it was down", ARRIVES, frozenset({RESENT})),
     "TestMissingPartition": Planted("task_configs leaves a partition out when tasks.max > 1", ARRIVES),
     "TestOverlap": Planted(
@@ -221,7 +238,7 @@ def test_the_suite_fails_every_planted_bug_naming_its_guarantee(gate_run: list[s
         assert planted.guarantee in named, f"{name} ({planted.bug}) never failed naming {planted.guarantee!r}: {named}"
         stray = set(named) - {planted.guarantee} - planted.also
         assert not stray, f"{name} ({planted.bug}) failed naming other guarantees too: {stray}"
-    assert len(GATE) >= 21
+    assert len(GATE) >= 24
     summary = gate_run[-1]
     assert " passed" in summary and "error" not in summary, summary
 
@@ -235,6 +252,52 @@ def test_failure_names_the_partition_the_first_lost_record_and_the_commit(gate_r
     assert re.search(r"the first crash after it was fed: crash at \d+ ms, right after conformance-\d committed", block)
     assert re.search(r'committed then by conformance-\d: \{"log":"log-\S+/\d"\} -> \{"position":\d\}', block)
     assert "data records (" in block and "heartbeats (" in block, "data records are listed apart from heartbeats"
+
+
+REAL_BROKER_GATE = {
+    "TestBufferedHeartbeat": (
+        "test_no_record_is_lost_when_a_task_crashes_after_any_commit[kafka-bulk-batch1]",
+        HEARTBEAT_AHEAD,
+    ),
+    "TestMarkedHeartbeat": (
+        "test_no_record_is_lost_when_a_task_crashes_after_any_commit[kafka-heartbeats-first-batch1]",
+        ARRIVES,
+    ),
+    "TestPagedResume": ("test_offsets_resume_after_a_restart[kafka]", ARRIVES),
+}
+"""The planted bugs the heartbeat and resume checks were added for, each with one check that must fail it on a real
+broker too, naming the guarantee (the simulated gate above runs every check of every planted bug)."""
+
+
+def test_heartbeat_and_resume_checks_fail_their_planted_bugs_on_a_real_broker(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    (tmp_path / "conformance_samples.py").write_text(SAMPLES_PATH.read_text())
+    (tmp_path / "test_broken.py").write_text(BROKEN)
+    ids = [f"test_broken.py::{name}::{test}" for name, (test, _) in REAL_BROKER_GATE.items()]
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--conformance-kafka"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "--kafka-bootstrap", kafka_bootstrap, *ids],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    named: dict[str, set[str]] = {}
+    test = None
+    for line in lines:
+        header = re.match(r"_+ (\w+)\.\w+\[kafka[^\]]*\] _+$", line)
+        if header:
+            test = header.group(1)
+        found = re.match(r"E +\S*GuaranteeViolation: guarantee broken: (.*)$", line)
+        if found and test is not None:
+            named.setdefault(test, set()).add(found.group(1))
+    for name, (check, guarantee) in REAL_BROKER_GATE.items():
+        assert guarantee in named.get(name, set()), (
+            f"{name}.{check} on the real broker: {named}\n" + done.stdout[-4000:]
+        )
+    assert f"{len(REAL_BROKER_GATE)} failed" in lines[-1], lines[-1]
 
 
 def test_kafka_option_runs_every_check_on_a_real_broker_too(pytester: pytest.Pytester) -> None:
