@@ -182,8 +182,10 @@ class KafkaSteppedWorker(SimulatedWorker):
     def step(self) -> bool:
         progressed = super().step()
         for task in list(self.worker.tasks.values()):
+            if not isinstance(task, WorkerSourceTask):
+                continue
             producer = getattr(task.producer, "inner", task.producer)  # under HeartbeatsFirst: its producer
-            if isinstance(task, WorkerSourceTask) and isinstance(producer, KafkaProducer):
+            if isinstance(producer, KafkaProducer):
                 producer.flush(TIMEOUT_S * 1000)
         return progressed
 

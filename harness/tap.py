@@ -144,7 +144,7 @@ class ConnectorTap:
                     and isinstance(worker_task, WorkerSourceTask)
                     and not isinstance(worker_task, ExactlyOnceWorkerSourceTask)
                 ):
-                    worker_task.producer = HeartbeatsFirst(worker_task.producer, topic)  # type: ignore[assignment]
+                    worker_task.producer = HeartbeatsFirst(worker_task.producer, topic)
 
     def _wrap(self, task: object, label: str) -> None:
         incarnation = self._incarnations[label] = self._incarnations.get(label, 0) + 1
