@@ -18,6 +18,7 @@ from headwater.runtime.transport.base import Message, Producer, Transport
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
 from headwater.sdk.connector import Connector
+from headwater.sdk.metrics import PluginMetrics
 from headwater.sdk.records import SourceOffset, SourcePartition, TopicPartition
 
 SIMULATED_DEFAULTS: dict[str, Any] = {
@@ -158,6 +159,21 @@ class SimulatedWorker:
         found = self.task(name, task)
         assert isinstance(found, WorkerSinkTask), f"{name}-{task} is not a sink task"
         return found
+
+    def plugin_metrics(self, name: str, task: int | None = None) -> PluginMetrics:
+        """The metrics connector ``name`` (``task=None``) or its task ``task`` registered through its context
+        (KIP-877), by name: ``plugin_metrics("src", 0)["records_written"].value``. These are what the worker serves
+        on ``/metrics`` as ``headwater_connect_plugin_<name>``; a stopped connector or task has none here (a
+        ``KeyError`` says so)."""
+        if task is None:
+            connector = self.worker.connectors.get(name)
+            if connector is None:
+                raise KeyError(f"connector {name} does not run on this worker")
+            return connector.plugin_metrics
+        found = self.worker.tasks.get(TaskId(name, task))
+        if found is None:
+            raise KeyError(f"task {name}-{task} does not run on this worker")
+        return found.plugin_metrics
 
     def task_state(self, name: str, task: int = 0) -> State | None:
         """The task's status (RUNNING, PAUSED, FAILED, ...), or ``None`` when the herder has none for it."""

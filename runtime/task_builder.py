@@ -94,6 +94,7 @@ class TaskBuilder:
             worker_task = self._source_task(id, connector, task, task_config, settings)
             worker_task.topic_creation = creation
         worker_task.transforms = build_chain(connector.config)
+        worker_task.config_def = connector.instance.config_def()
         return worker_task
 
     def _source_task(

@@ -32,6 +32,7 @@ from headwater.runtime.worker_connector import LifecycleThread, Listener, Worker
 from headwater.sdk.connector import Connector, SinkConnector, SourceConnector
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConfigError, ConnectError
+from headwater.sdk.metrics import MetricKind, PluginMetrics
 from headwater.sdk.providers import has_reference
 
 log = logging.getLogger(__name__)
@@ -197,9 +198,11 @@ class Worker:
             instance = connector.instance
             connector.hooks = plugin_manager(instance, self.plugins).hook
             offsets = self.connector_offset_store(connector.config) or self.offset_store
+            connector.plugin_metrics = PluginMetrics(self._check_plugin_metric)
             instance.initialize(WorkerConnectorContext(connector, self.clock, offsets))
             instance.start(props)
         except Exception as error:
+            connector.plugin_metrics.close()
             self.startups.connector_failures += 1
             connector.started_as(None, error)
             return
@@ -269,6 +272,7 @@ class Worker:
             if connector_deleted:
                 self._cleanup_failed(name, f"stop(connector_deleted=True) raised {error!r}")
         connector.stop_delivered = connector_deleted
+        connector.plugin_metrics.close()
         if connector.state is not State.FAILED:
             connector.set_state(State.STOPPED)
 
@@ -364,7 +368,24 @@ class Worker:
             except ConfigError as error:
                 raise hide_values(error, references(connector_config, resolved)) from None
             connector = WorkerConnector(id.connector, cls(), parsed)
-        return self.builder.build(id, connector, task_config)
+        worker_task = self.builder.build(id, connector, task_config)
+        worker_task.plugin_metrics = PluginMetrics(self._check_plugin_metric)
+        return worker_task
+
+    def _check_plugin_metric(self, name: str, kind: MetricKind) -> None:
+        """Refuse a plugin metric ``name`` that a connector or task of this worker registered as another kind:
+        they share one ``/metrics`` family per name (KIP-877's metrics differ by their tags only)."""
+        owners: list[tuple[str, PluginMetrics]] = [
+            (f"connector {c.name}", c.plugin_metrics) for c in list(self.connectors.values())
+        ]
+        owners += [(f"task {t.id}", t.plugin_metrics) for t in list(self.tasks.values())]
+        for owner, metrics in owners:
+            found = metrics.get(name)
+            if found is not None and found.kind is not kind:
+                raise ValueError(
+                    f"plugin metric {name} cannot be a {kind.value}: {owner} on this worker registered it as a "
+                    f"{found.kind.value}, and one name has one kind on a worker's /metrics"
+                )
 
     def connector_offset_store(self, connector_config: Mapping[str, Any]) -> ConnectorOffsetStore | None:
         """The offsets of a source connector whose ``offsets.storage.topic`` names a topic of its own (KIP-618):

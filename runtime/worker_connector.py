@@ -24,6 +24,7 @@ from headwater.runtime.tasks.base import State
 from headwater.runtime.tasks.source import StoreOffsetReader
 from headwater.sdk.connector import Connector, SinkConnector
 from headwater.sdk.context import Clock, ConnectorContext
+from headwater.sdk.metrics import PluginMetrics
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class WorkerConnectorContext(ConnectorContext):
         self._owner = owner
         self.clock = clock
         self.offset_storage_reader = StoreOffsetReader(store, owner.name)
+        self.metrics = owner.plugin_metrics
 
     def request_task_reconfiguration(self) -> None:
         self._owner.reconfiguration_requested.set()
@@ -122,6 +124,8 @@ class WorkerConnector:
     """Whether it is to be PAUSED once started (pause and resume may come while ``start`` runs)."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     """Held while its state is set and reported, so that no report of a ``start`` still running comes last."""
+    plugin_metrics: PluginMetrics = field(default_factory=PluginMetrics)
+    """The metrics the connector registers through its context (KIP-877), closed when it stops or fails to start."""
     _waiting_reported: float | None = None
 
     @property

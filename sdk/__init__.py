@@ -5,6 +5,7 @@ from headwater.sdk.config import (
     ConfigDef,
     ConfigKey,
     Importance,
+    TaskConfig,
     Type,
     at_least,
     in_range,
@@ -23,6 +24,7 @@ from headwater.sdk.context import (
 )
 from headwater.sdk.errors import ConfigError, ConnectError, IllegalWorkerStateError, RetriableError
 from headwater.sdk.hookspecs import hookimpl
+from headwater.sdk.metrics import Counter, Gauge, Histogram, MetricKind, PluginMetrics
 from headwater.sdk.providers import CONFIG_PROVIDER_ENTRY_POINT_GROUP, ConfigProvider
 from headwater.sdk.records import (
     Header,
@@ -66,12 +68,17 @@ __all__ = [
     "Connector",
     "ConnectorContext",
     "ConnectorTransactionBoundaries",
+    "Counter",
     "ErrantRecordReporter",
     "ExactlyOnceSupport",
+    "Gauge",
     "Header",
+    "Histogram",
     "IllegalWorkerStateError",
     "Importance",
+    "MetricKind",
     "OffsetStorageReader",
+    "PluginMetrics",
     "Predicate",
     "RetriableError",
     "Schema",
@@ -87,6 +94,7 @@ __all__ = [
     "SourceTask",
     "SourceTaskContext",
     "Task",
+    "TaskConfig",
     "TopicPartition",
     "TransactionContext",
     "Transformation",

@@ -238,7 +238,37 @@ class ConfigDef:
         is a value holding a ``${provider:path:key}`` reference (:mod:`headwater.sdk.providers`): it is checked
         once the worker has resolved it, when the connector or task starts.
         """
-        errors = self.errors(props)
+        self._raise_all(self.errors(props), props)
+        parsed = dict(props)
+        for key in self.keys.values():
+            parsed[key.name] = self._value(key, props)
+        return parsed
+
+    def parse_task_config(self, props: Mapping[str, str]) -> TaskConfig:
+        """Parse a task's config (what the connector's ``task_configs`` returned): each defined key the task config
+        gives is parsed and validated, a defined key it does not give gets its default, and a key this definition
+        does not define stays the string it is (``task_configs`` often adds keys of its own, the partitions a task
+        reads, say). A required key the task config does not give is left out: reading it raises ``KeyError``
+        naming it. Raises :class:`ConfigError` for the first bad value (the message lists every bad key); a
+        ``PASSWORD`` key's value is shown as ``[hidden]``."""
+        errors: dict[str, list[str]] = {}
+        values: dict[str, Any] = dict(props)
+        absent: list[str] = []
+        for key in self.keys.values():
+            if props.get(key.name) is None and key.required:
+                values.pop(key.name, None)
+                absent.append(key.name)
+                continue
+            try:
+                values[key.name] = self._value(key, props)
+            except ConfigError as error:
+                if key.type is Type.PASSWORD:
+                    error = ConfigError(key.name, _HIDDEN, error.reason)
+                errors[key.name] = [str(error)]
+        self._raise_all(errors, {**props, **{k: _HIDDEN for k in errors if self.keys[k].type is Type.PASSWORD}})
+        return TaskConfig(values, absent)
+
+    def _raise_all(self, errors: Mapping[str, list[str]], props: Mapping[str, Any]) -> None:
         if errors:
             names = sorted(errors)
             first = self.keys[names[0]]
@@ -246,10 +276,6 @@ class ConfigDef:
             error = ConfigError(first.name, props.get(first.name), message)
             error.args = (message,)
             raise error
-        parsed = dict(props)
-        for key in self.keys.values():
-            parsed[key.name] = self._value(key, props)
-        return parsed
 
     @staticmethod
     def _value(key: ConfigKey, props: Mapping[str, Any]) -> Any:
@@ -260,6 +286,44 @@ class ConfigDef:
         if key.required:
             raise ConfigError(key.name, None, "Missing required configuration with no default value")
         return key.default
+
+
+class _Hidden:
+    def __repr__(self) -> str:
+        return "[hidden]"
+
+
+_HIDDEN: Any = _Hidden()
+
+
+class TaskConfig(Mapping[str, Any]):
+    """A task's config parsed by its connector's :class:`ConfigDef` (:meth:`ConfigDef.parse_task_config`), read
+    only: each defined key as its type (an ``INT`` an ``int``, a ``LIST`` a ``list[str]``) or its default, each
+    other key the string the task config holds, as Kafka's ``AbstractConfig`` keeps its originals."""
+
+    def __init__(self, values: Mapping[str, Any], absent: Sequence[str] = ()) -> None:
+        self._values = dict(values)
+        self._absent = tuple(absent)
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            if key in self._absent:
+                raise KeyError(
+                    f"{key}: the connector's config_def requires it, but this task's config does not give it "
+                    "(task_configs did not pass it on)"
+                ) from None
+            raise
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"TaskConfig({sorted(self._values)})"
 
 
 def at_least(minimum: float) -> Validator:

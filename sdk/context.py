@@ -5,8 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Protocol
+from typing import Any, Protocol
 
+from headwater.sdk.metrics import PluginMetrics
 from headwater.sdk.records import SinkRecord, SourceOffset, SourcePartition, TopicPartition
 from headwater.sdk.transactions import TransactionContext
 
@@ -31,7 +32,27 @@ class OffsetStorageReader(ABC):
         return self.offsets([partition])[0][1]
 
 
-class ConnectorContext(ABC):
+class PluginMetricsHolder:
+    """The ``metrics`` every context has (Kafka Connect's ``pluginMetrics()``, KIP-877)."""
+
+    _plugin_metrics: PluginMetrics | None = None
+
+    @property
+    def metrics(self) -> PluginMetrics:
+        """Where the connector or task registers metrics of its own: ``metrics.counter(name, description)``,
+        ``gauge``, ``histogram`` (:class:`~headwater.sdk.metrics.PluginMetrics`). The worker serves them on
+        ``/metrics`` as ``headwater_connect_plugin_<name>``, labelled ``connector`` (and ``task``), until the
+        connector or task stops. A context the worker did not make keeps them in memory only."""
+        if self._plugin_metrics is None:
+            self._plugin_metrics = PluginMetrics()
+        return self._plugin_metrics
+
+    @metrics.setter
+    def metrics(self, metrics: PluginMetrics) -> None:
+        self._plugin_metrics = metrics
+
+
+class ConnectorContext(PluginMetricsHolder, ABC):
     """Given to a connector by :meth:`Connector.initialize`."""
 
     clock: Clock
@@ -48,11 +69,18 @@ class ConnectorContext(ABC):
         """Fail the connector from a thread of its own (a monitor thread, say)."""
 
 
-class SourceTaskContext(ABC):
+class SourceTaskContext(PluginMetricsHolder, ABC):
     """Given to a source task by :meth:`SourceTask.initialize`."""
 
     config: Mapping[str, str]
     """The task's config, as given to ``start``: every value a string."""
+    parsed_config: Mapping[str, Any]
+    """The task's config parsed by its connector's ``config_def`` (Kafka's ``AbstractConfig``): each key the
+    definition has as its type, with its default when the task config does not give it; every other key (one
+    ``task_configs`` added) the string it is. A value the definition rejects fails the task before ``start`` with
+    a :class:`~headwater.sdk.errors.ConfigError` naming the key
+    (:meth:`~headwater.sdk.config.ConfigDef.parse_task_config`); reading a required key the task config does not
+    give raises ``KeyError`` naming it."""
     clock: Clock
     """The worker's clock."""
     offset_storage_reader: OffsetStorageReader
@@ -78,11 +106,18 @@ class ErrantRecordReporter(ABC):
         :class:`~headwater.sdk.errors.ConnectError` at once when the errors are not tolerated."""
 
 
-class SinkTaskContext(ABC):
+class SinkTaskContext(PluginMetricsHolder, ABC):
     """Given to a sink task by :meth:`SinkTask.initialize`."""
 
     config: Mapping[str, str]
     """The task's config, as given to ``start``: every value a string."""
+    parsed_config: Mapping[str, Any]
+    """The task's config parsed by its connector's ``config_def`` (Kafka's ``AbstractConfig``): each key the
+    definition has as its type, with its default when the task config does not give it; every other key (one
+    ``task_configs`` added) the string it is. A value the definition rejects fails the task before ``start`` with
+    a :class:`~headwater.sdk.errors.ConfigError` naming the key
+    (:meth:`~headwater.sdk.config.ConfigDef.parse_task_config`); reading a required key the task config does not
+    give raises ``KeyError`` naming it."""
     clock: Clock
     """The worker's clock."""
     errant_record_reporter: ErrantRecordReporter | None = None

@@ -20,7 +20,8 @@ class Task(ABC):
     @abstractmethod
     def start(self, config: Mapping[str, str]) -> None:
         """Start with the task config the connector's ``task_configs`` returned. Every value is a string, whatever
-        type the connector put in (an ``int`` arrives as ``"5"``): parse what you need here."""
+        type the connector put in (an ``int`` arrives as ``"5"``): parse what you need here, or read the config
+        parsed by the connector's ``config_def`` from ``self.context.parsed_config``."""
 
     def stop(self) -> None:  # noqa: B027 - a no-op default, overridden when a task holds resources
         """Release what the task holds. The ``stop`` hook (with ``connector_deleted``) calls this by default."""

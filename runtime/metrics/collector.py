@@ -1,6 +1,7 @@
 """The Prometheus collector of one worker: it reads the counters the worker, its connectors and its task loops keep
 (plain integers, incremented where things happen) when it is scraped, and turns them into the metric families
-:data:`~headwater.runtime.metrics.catalog.METRICS` defines. Nothing is recorded per record for it.
+:data:`~headwater.runtime.metrics.catalog.METRICS` defines, then the metrics connectors and tasks registered of their
+own (:mod:`.plugin_metrics`). Nothing is recorded per record for it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from prometheus_client.registry import Collector
 from headwater.runtime.metrics.catalog import METRICS
 from headwater.runtime.metrics.metric import Histogram, Kind, Scope
 from headwater.runtime.metrics.metric import Metric as Definition
+from headwater.runtime.metrics.plugin_metrics import plugin_families
 from headwater.runtime.tasks.sink import WorkerSinkTask
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.worker import Worker
@@ -57,9 +59,14 @@ class WorkerCollector(Collector):
                 for labels, value in samples:
                     _add(family, definition.kind, [*base, *labels], value)
             yield family
+        yield from plugin_families(worker, self._plugin_read_failed)
         errors = CounterMetricFamily(READ_ERRORS, "Metric reads that raised (each is logged as an error).")
         errors.add_metric([], self.read_errors)
         yield errors
+
+    def _plugin_read_failed(self, name: str, labels: dict[str, str], error: Exception) -> None:
+        self.read_errors += 1
+        log.error("plugin metric %s could not be read for %s: %r", name, labels, error)
 
 
 def _family(definition: Definition) -> Metric:

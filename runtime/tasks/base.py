@@ -26,7 +26,9 @@ from headwater.runtime.error_handling.tolerance import ErrorHandler
 from headwater.runtime.logs.context import LoggingContext, for_task
 from headwater.runtime.plugins import plugin_manager
 from headwater.runtime.transforms.chain import TransformationChain
+from headwater.sdk.config import ConfigDef
 from headwater.sdk.context import Clock
+from headwater.sdk.metrics import PluginMetrics
 from headwater.sdk.task import Task
 
 log = logging.getLogger(__name__)
@@ -95,6 +97,13 @@ class WorkerTask(ABC):
         self.key_converter: Converter
         self.value_converter: Converter
         self.header_converter: HeaderConverter
+        self.config_def = ConfigDef()
+        """The connector's ``config_def``, which the task's config is parsed by before ``start`` (set by the
+        :class:`~headwater.runtime.task_builder.TaskBuilder`; empty, every key a string, for a loop made alone)."""
+        self.parsed_config: Mapping[str, Any] = {}
+        """The task's config parsed by :attr:`config_def` (its context's ``parsed_config``), once started."""
+        self.plugin_metrics = PluginMetrics()
+        """The metrics the task registers through its context (KIP-877), closed when the task shuts down."""
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -122,6 +131,7 @@ class WorkerTask(ABC):
             )
             manager: pluggy.PluginManager = plugin_manager(self.task, self._plugins)
             self.hooks = manager.hook
+            self.parsed_config = self.config_def.parse_task_config(self.config)
             self.initialize()
             self.task.start(self.config)
             self._set_state(State.PAUSED if self._target_paused else State.RUNNING)
@@ -190,6 +200,7 @@ class WorkerTask(ABC):
         except Exception:
             log.exception("task %s failed closing its transforms", self.id)
         close_converters(self)
+        self.plugin_metrics.close()  # no stale series: KIP-877's PluginMetrics are removed when the task closes
         if self.state is not State.FAILED:
             self._set_state(State.STOPPED)
 

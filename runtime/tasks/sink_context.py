@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from concurrent.futures import Future
-from typing import Protocol
+from typing import Any, Protocol
 
 from headwater.runtime.converters import Converter, HeaderConverter
 from headwater.runtime.error_handling.tolerance import ErrorHandler, Failure, Stage, class_name
@@ -19,6 +19,7 @@ from headwater.runtime.transforms.records import ConvertedRecord
 from headwater.runtime.transport.base import Consumer, Message
 from headwater.sdk.context import Clock, ErrantRecordReporter, SinkTaskContext
 from headwater.sdk.errors import ConnectError, IllegalWorkerStateError
+from headwater.sdk.metrics import PluginMetrics
 from headwater.sdk.records import SinkRecord, TopicPartition
 from headwater.sdk.task import Task
 
@@ -33,6 +34,10 @@ class SinkLoop(Protocol):
     def task(self) -> Task: ...
     @property
     def config(self) -> Mapping[str, str]: ...
+    @property
+    def parsed_config(self) -> Mapping[str, Any]: ...
+    @property
+    def plugin_metrics(self) -> PluginMetrics: ...
     @property
     def clock(self) -> Clock: ...
     @property
@@ -88,6 +93,8 @@ class WorkerSinkTaskContext(SinkTaskContext):
     def __init__(self, owner: SinkLoop) -> None:
         self._owner = owner
         self.config = owner.config
+        self.parsed_config = owner.parsed_config
+        self.metrics = owner.plugin_metrics
         self.clock = owner.clock
         self.errant_record_reporter = WorkerErrantRecordReporter(owner)
         self.commit_requested = False

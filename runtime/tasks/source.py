@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from time import perf_counter
+from typing import Any
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config.connector import TaskSettings
@@ -27,6 +28,7 @@ from headwater.runtime.tasks.timing import BatchTimes
 from headwater.runtime.transport.base import Producer, ProducerFencedError, QueueFullError, RawHeaders
 from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
 from headwater.sdk.errors import ConnectError, RetriableError
+from headwater.sdk.metrics import PluginMetrics
 from headwater.sdk.records import (
     Header,
     SourceBatch,
@@ -87,10 +89,20 @@ class StoreOffsetReader(OffsetStorageReader):
 
 
 class WorkerSourceTaskContext(SourceTaskContext):
-    def __init__(self, config: Mapping[str, str], clock: Clock, reader: OffsetStorageReader) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, str],
+        clock: Clock,
+        reader: OffsetStorageReader,
+        parsed_config: Mapping[str, Any] | None = None,
+        metrics: PluginMetrics | None = None,
+    ) -> None:
         self.config = config
         self.clock = clock
         self.offset_storage_reader = reader
+        self.parsed_config = dict(config) if parsed_config is None else parsed_config
+        if metrics is not None:
+            self.metrics = metrics
 
 
 class WorkerSourceTask(WorkerTask):
@@ -155,7 +167,7 @@ class WorkerSourceTask(WorkerTask):
 
     def _context(self) -> WorkerSourceTaskContext:
         reader = StoreOffsetReader(self.offset_store, self.settings.connector)
-        return WorkerSourceTaskContext(self.config, self.clock, reader)
+        return WorkerSourceTaskContext(self.config, self.clock, reader, self.parsed_config, self.plugin_metrics)
 
     # ---- the loop --------------------------------------------------------------------------------------------
 

@@ -269,3 +269,27 @@ def test_a_value_holding_a_config_provider_reference_is_checked_once_resolved(va
     assert definition.errors({"port": value}) == {}
     assert definition.parse({"port": value})["port"] == value
     assert definition.errors({"port": "${no colon}"}) != {}
+
+
+def test_a_task_config_is_parsed_with_defaults_and_its_own_keys_kept() -> None:
+    definition = (
+        ConfigDef()
+        .define("size", Type.INT, 10)
+        .define("host", Type.STRING)
+        .define("secret", Type.PASSWORD, None, validator=non_empty_string)
+    )
+    parsed = definition.parse_task_config({"size": "3", "partitions": "0,1"})
+    assert dict(parsed) == {"size": 3, "secret": None, "partitions": "0,1"}
+    with pytest.raises(KeyError, match="host: the connector's config_def requires it"):
+        parsed["host"]
+    with pytest.raises(ConfigError, match="Invalid value 'x' for configuration size") as bad:
+        definition.parse_task_config({"size": "x"})
+    assert bad.value.key == "size"
+
+
+def test_a_bad_password_in_a_task_config_is_not_shown() -> None:
+    definition = ConfigDef().define("secret", Type.PASSWORD, validator=non_empty_string)
+    with pytest.raises(ConfigError) as bad:
+        definition.parse_task_config({"secret": "   "})
+    assert str(bad.value) == "Invalid value [hidden] for configuration secret: String must be non-empty"
+    assert "   " not in repr(bad.value.value)

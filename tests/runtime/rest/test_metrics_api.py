@@ -151,3 +151,32 @@ def test_a_sink_counts_reads_puts_and_a_skipped_bad_record_and_catches_up(
     found = scrape(metrics_port.url)
     assert sample(found, "headwater_connect_sink_task_record_read_total", **task) == 12, "the same on metrics.port"
     assert (sample(found, "headwater_connect_task_offset_commit_success_total", **task) or 0) >= commits
+
+
+def test_a_task_metric_of_its_own_is_served_with_its_labels_until_the_connector_goes(
+    make_rest_worker: MakeWorker, kafka_bootstrap: str, unique_name: str
+) -> None:
+    """KIP-877's plugin metrics on a real worker: the counter the task registers through its context counts what
+    the broker stored, labelled with its connector and task; the connector's gauge has the connector label only;
+    deleting the connector removes both."""
+    worker = make_rest_worker()
+    topic = f"{unique_name}-data"
+    config = {"connector.class": "support.metered:MeteredSource", "topic": topic, "max.messages": "5"}
+    worker.create(unique_name, config)
+    task = {"connector": unique_name, "task": "0"}
+    rows = "headwater_connect_plugin_rows_total"
+
+    def all_acknowledged() -> Samples | None:
+        found = scrape(worker.http)
+        written = sample(found, "headwater_connect_source_task_record_write_total", **task)
+        return found if sample(found, rows, **task) == 5 and written == 5 else None
+
+    found = wait_until(all_acknowledged, "5 records counted by the task and acknowledged")
+    assert stored(kafka_bootstrap, topic) == 5
+    assert sample(found, "headwater_connect_plugin_batch_rows_count", **task) == 3, "batches of 2, 2, 1"
+    assert sample(found, "headwater_connect_plugin_configured_tasks", connector=unique_name) == 1
+    assert worker.http.delete(f"/connectors/{unique_name}").status_code == 204
+    wait_until(
+        lambda: not any(name.startswith("headwater_connect_plugin_") for name, _ in scrape(worker.http)),
+        "the deleted connector's plugin metrics gone",
+    )

@@ -65,6 +65,7 @@ def test_commits_only_what_was_written(make_simulated_worker: Callable[..., Simu
     worker.advance(100)
     assert written_values(str(out)) == [{"n": 0}, {"n": 1}, {"n": 2}]
     worker.assert_group_offset("files", TopicPartition("orders", 0), 3)  # requested at once, not after 60 s
+    assert worker.plugin_metrics("files", 0)["records_written"].value == 3, "the task's own metric counts them"
 
 
 def test_the_connector_is_installed_under_its_entry_point() -> None:

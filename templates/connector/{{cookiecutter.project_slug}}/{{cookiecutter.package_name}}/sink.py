@@ -69,7 +69,9 @@ class {{ cookiecutter.class_prefix }}SinkTask(SinkTask):
     # spelled out, not inherited from the demo's sink (headwater.demo.sink): this is the code you edit
     def start(self, config: Mapping[str, str]) -> None:
         self.directory = Path(config[keys.DIRECTORY])
-        self.batch_size = int(config.get(keys.BATCH_SIZE, "100"))
+        self.batch_size: int = self.context.parsed_config[keys.BATCH_SIZE]  # parsed by config_def: an int, defaulted
+        self.records_written = self.context.metrics.counter("records_written", "Records written to the files.")
+        """Served on the worker's /metrics as headwater_connect_plugin_records_written_total{connector, task}."""
         self.buffer: list[SinkRecord] = []
         self.written: dict[TopicPartition, int] = {}
         """Per partition, the offset after the last record written: what is safe to commit."""
@@ -91,6 +93,7 @@ class {{ cookiecutter.class_prefix }}SinkTask(SinkTask):
                 file.flush()
                 os.fsync(file.fileno())
             self.written[tp] = records[-1].offset + 1
+            self.records_written.inc(len(records))
         self.buffer.clear()
 
     @hookimpl
