@@ -1,7 +1,8 @@
 """The template depends on exactly what it declares: ``cookiecutter templates/connector`` rendered as a source and as
 a sink, each with and without the transformation, installed the way its README says (``pip install -e '.[test]'``)
 into a fresh venv that holds Headwater from the session's wheel and nothing but what the project declares, is
-lint-clean and passes its own tests (the conformance suite, the stateful machine, the plain tests). Each run
+lint-clean and passes its own tests (the conformance suite, the stateful machine, the plain tests), and its
+``.gitignore`` keeps out what that left behind (caches, the build's ``*.egg-info``). Each run
 prints how long its install and its tests took (the author's first minutes).
 
 The four projects' tests run two at a time, in threads, from the first test on (only those selected); each test
@@ -53,6 +54,20 @@ def install_and_test(venvs: Venvs, project: Path, kind: str, transformation: str
     return ProjectRun(project, venv, installed - started, tested - installed, output, alone)
 
 
+SOURCE_FILES = (".py", ".md", ".toml", "py.typed", ".gitignore")
+"""How the files the template renders end: what a first commit of a generated project should hold, and all."""
+
+
+def committed_and_ignored(project: Path) -> tuple[list[str], list[str]]:
+    """Once installed, tested and linted: what a first ``git add`` of the project would take that is not one of
+    its sources, and what its ``.gitignore`` keeps out (top-level folders and files)."""
+    run(["git", "init", "--quiet"], cwd=project)
+    taken = run(["git", "ls-files", "--others", "--exclude-standard"], cwd=project).split()
+    litter = [path for path in taken if "__pycache__" in path or not path.endswith(SOURCE_FILES)]
+    ignored = run(["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--directory"], cwd=project)
+    return litter, ignored.split()
+
+
 @pytest.fixture(scope="module")
 def project_runs(
     request: pytest.FixtureRequest, venvs: Venvs, tmp_path_factory: pytest.TempPathFactory
@@ -97,6 +112,9 @@ def test_a_generated_project_passes_its_own_tests_with_what_it_declares(
 
     run([sys.executable, "-m", "ruff", "check", "--quiet", project], cwd=project)
     run([sys.executable, "-m", "ruff", "format", "--check", "--quiet", project], cwd=project)
+    litter, ignored = committed_and_ignored(project)
+    assert litter == [], f"a first commit would take caches or builds its .gitignore should keep out: {litter}"
+    assert {".hypothesis/", ".ruff_cache/"} <= set(ignored), f"its tests and lint ran, yet ignored only {ignored}"
 
     summary = done.output.strip().splitlines()[-1]
     assert " passed" in summary, done.output
