@@ -448,6 +448,12 @@ class Worker:
             progressed |= task.step()
         return progressed
 
+    def next_pass_due(self) -> int | None:
+        """The earliest :meth:`~headwater.runtime.tasks.base.WorkerTask.next_pass_due` of the tasks (stepped mode):
+        before then, a pass would only serve delivery reports. ``None`` when no task runs."""
+        tasks = list(self.tasks.values())
+        return min(task.next_pass_due() for task in tasks) if tasks else None
+
     def stop(self) -> None:
         """Stop every task, then every connector (not deleted), then the stores of connectors' own offsets topics,
         then close the config providers."""
