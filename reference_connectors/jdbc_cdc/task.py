@@ -137,12 +137,14 @@ class JdbcCdcSourceTask(SourceTask):
         if self.json is not None and self.log is not None and not self.log.snapshotting:
             columns = self.log.read_columns(limit, self.json, self.context.clock.now_ms)
             if not columns.values:
-                return self._idle()
+                self.context.idle(self.cdc.poll_interval_ms)
+                return None
             self.batches.extend(columns.batches(self.partition))
             return self._batch()
         changes = stream.read(limit)
         if not changes:
-            return self._idle()
+            self.context.idle(self.cdc.poll_interval_ms)
+            return None
         now, partition = self.context.clock.now_ms(), self.partition
         if self.debezium is not None:
             records = [r for change, offset in changes for r in self.debezium.records(change, partition, offset, now)]
@@ -153,10 +155,6 @@ class JdbcCdcSourceTask(SourceTask):
             for each in transaction_ends(records):
                 self.transactions.commit_transaction(each)
         return records
-
-    def _idle(self) -> None:
-        """Nothing new: wait ``poll.interval.ms`` on the worker's clock, interruptibly, before the next poll."""
-        self.context.idle(self.cdc.poll_interval_ms)
 
     def _batch(self) -> SourceBatch:
         """The next batch of the bytes path; its transaction commits after it when it ends a database transaction
