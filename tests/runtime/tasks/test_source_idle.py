@@ -10,11 +10,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from headwater.harness import SimulatedWorker
+from headwater.harness import SimulatedCluster, SimulatedWorker
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.herder import StandaloneHerder
 from headwater.runtime.storage.offsets import MemoryOffsetStore
 from headwater.runtime.tasks.base import State
+from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.transport.memory import MemoryBroker, MemoryTransport
 from headwater.runtime.worker import Worker
@@ -186,3 +187,20 @@ def test_a_task_thread_idling_waits_for_heartbeats_only_and_a_stop_ends_its_idle
         assert len(IdleTask.polls) == 2, "no poll during the idle"
     finally:
         worker.stop()
+
+
+def test_an_exactly_once_task_idles_too_and_commits_its_heartbeats_transactions_meanwhile() -> None:
+    cluster = SimulatedCluster(
+        1, {"exactly.once.source.support": "enabled", "offset.flush.interval.ms": 1000, "heartbeat.interval.ms": 500}
+    )
+    config = {"connector.class": f"{__name__}:IdleSource", "idle.ms": 1000, "tasks.max": 1}
+    cluster.live[0].herder.put_connector_config("idle", config)
+    cluster.run_until(lambda: len(IdleTask.polls) == 2, what="the first empty poll")
+    (task,) = cluster.live[0].worker.tasks.values()
+    assert isinstance(task, ExactlyOnceWorkerSourceTask)
+    start, commits = IdleTask.polls[-1], task.commits
+    cluster.advance(5_000)
+    assert [at - start for at in IdleTask.polls[2:]] == list(range(1000, 5_001, 1000))
+    assert task.commits - commits >= 4, "the heartbeats' transactions commit while the task idles"
+    assert len(cluster.broker.messages("connect-heartbeats", committed_only=True)) >= 9
+    cluster.live[0].herder.stop()

@@ -36,7 +36,6 @@ from headwater.sdk import (
 
 from {{ cookiecutter.package_name }} import config as keys
 
-
 IDLE_MS = 200
 """How long a task that found no new line waits before the worker polls it again."""
 
