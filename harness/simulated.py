@@ -185,7 +185,8 @@ class SimulatedWorker:
         end = self.clock.now_ms() + ms
         while (now := self.clock.now_ms()) < end:
             self.clock.advance(min(tick, end - now))
-            self.step()
+            if self.step():
+                continue
             now = self.clock.now_ms()
             due = self.worker.next_pass_due()
             if due is not None and due > now + tick:

@@ -217,9 +217,10 @@ class WorkerSourceTask(WorkerTask):
         record sent acknowledged: the earliest of the idle's end, the next offset commit and the next heartbeat.
         Now otherwise."""
         now = self.clock.now_ms()
-        if self.state is not State.RUNNING or self._stopping or self._target_paused or self._to_send is not None:
+        idle_until = self.context.idle_until if self.state is State.RUNNING else 0
+        if idle_until <= now or self._stopping or self._target_paused or self._to_send is not None:
             return now
-        due = min(self.context.idle_until, self._next_commit)
+        due = min(idle_until, self._next_commit)
         if self.settings.heartbeat_interval_ms > 0:
             due = min(due, self._next_heartbeat)
         if due <= now:
