@@ -190,13 +190,25 @@ class SimulatedWorker:
         return progressed
 
     def advance(self, ms: int) -> None:
-        """Move the virtual clock ``ms`` forward: a pass of the task loops after every ``tick_ms`` and at the end."""
+        """Move the virtual clock ``ms`` forward: a pass of the task loops after every ``tick_ms`` and at the end.
+
+        While every task idles (:meth:`~headwater.sdk.SourceTaskContext.idle`), the passes that would do nothing
+        are skipped: the clock moves on to the last tick before the earliest task's next due pass, so that pass
+        comes at the tick it would have come at anyway."""
         if ms < 0:
             raise ValueError(f"cannot advance by {ms} ms")
+        tick = self.tick_ms
         end = self.clock.now_ms() + ms
         while (now := self.clock.now_ms()) < end:
-            self.clock.advance(min(self.tick_ms, end - now))
-            self.step()
+            self.clock.advance(min(tick, end - now))
+            if self.step():
+                continue
+            now = self.clock.now_ms()
+            due = self.worker.next_pass_due()
+            if due is not None and due > now + tick:
+                skip = min((due - now - 1) // tick, (end - now - 1) // tick) * tick
+                if skip > 0:
+                    self.clock.advance(skip)
 
     def run_until(self, condition: Callable[[], bool], timeout_ms: int = 60_000, what: str = "condition") -> None:
         """Advance tick by tick until ``condition()`` holds; fail with the worker's state after ``timeout_ms``."""

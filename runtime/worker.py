@@ -469,6 +469,20 @@ class Worker:
             progressed |= task.step()
         return progressed
 
+    def next_pass_due(self) -> int | None:
+        """The earliest :meth:`~headwater.runtime.tasks.base.WorkerTask.next_pass_due` of the tasks (stepped mode):
+        before then, a pass would only serve delivery reports. ``None`` when no task runs."""
+        if not self.tasks:
+            return None
+        now = self.clock.now_ms()
+        due = None
+        for task in list(self.tasks.values()):
+            at = task.next_pass_due()
+            if at <= now:
+                return now
+            due = at if due is None else min(due, at)
+        return due
+
     def stop(self) -> None:
         """Stop every task, then every connector (not deleted), then the stores of connectors' own offsets topics,
         then close the config providers."""

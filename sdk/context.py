@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future
@@ -88,6 +89,25 @@ class SourceTaskContext(PluginMetricsHolder, ABC):
     transaction_context: TransactionContext | None = None
     """Where the task commits and aborts its own transactions: set only when the worker has exactly-once source
     support enabled and the connector runs with ``transaction.boundary=connector`` (KIP-618); ``None`` otherwise."""
+
+    # ---- idling ------------------------------------------------------------------------------------------------
+
+    def idle(self, ms: int) -> None:
+        """Say that the task has nothing to return now: ``poll`` is not called again until ``ms`` milliseconds
+        have passed on the worker's :attr:`clock`. Call it right before returning no records from ``poll``, in
+        place of sleeping there; it returns at once.
+
+        While the task idles, its offsets are still committed (``offset.flush.interval.ms``) and its heartbeats
+        still asked for (``heartbeat.interval.ms``, KIP-910), and a stop, pause or resume is served at once: the
+        worker's task thread waits for the earliest of these, woken by a stop, rather than sleeping inside
+        ``poll``. A simulated worker moves its virtual clock past the idle without calling ``poll``, so an hour of
+        idling costs a few passes. A later call replaces an earlier one; ``0`` ends the idle.
+
+        This base class, the context of a test that drives a task by hand, waits ``ms`` on the real clock, as a
+        ``poll`` that sleeps would. Raises :class:`ValueError` for a negative ``ms``."""
+        if ms < 0:
+            raise ValueError(f"cannot idle for {ms} ms")
+        time.sleep(ms / 1000)
 
 
 class ErrantRecordReporter(ABC):

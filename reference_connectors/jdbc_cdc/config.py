@@ -124,7 +124,8 @@ CONFIG_DEF = (
         Type.INT,
         100,
         Importance.LOW,
-        "How long a poll that found nothing waits before it returns.",
+        "How long the task idles after a poll that found nothing before it is polled again (on the worker's "
+        "clock; a stop ends the wait at once).",
         at_least(0),
     )
     .define(

@@ -20,7 +20,6 @@ confirmed then), but is not a committed offset.
 from __future__ import annotations
 
 import logging
-import select
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -218,12 +217,12 @@ class LogStream:
         self.snapshot = Snapshot(connection, tables, self.dialect, self.cdc.name)
         self.snapshot_lsn = lsn
 
-    def read(self, limit: int, wait_s: float) -> list[tuple[Change, Offset]]:
-        """The next complete transactions' changes (at least one transaction, even past ``limit``)."""
+    def read(self, limit: int) -> list[tuple[Change, Offset]]:
+        """The next complete transactions' changes (at least one transaction, even past ``limit``); none, at once,
+        when the server has sent no complete transaction."""
         if self.snapshot is not None:
             return self._read_snapshot(limit)
         found: list[tuple[Change, Offset]] = []
-        waited = False
         while len(found) < limit:
             message = self.cursor.read_message()
             if message is not None:
@@ -231,19 +230,14 @@ class LogStream:
                 continue
             if not self.transaction:  # everything the server sent is handed on: its WAL position is safe
                 self.idle_lsn = max(self.idle_lsn, int(self.cursor.wal_end))
-            if found or waited or wait_s <= 0:
-                break
-            select.select([self.replication], [], [], wait_s)
-            waited = True
+            break
         return found
 
     @property
     def snapshotting(self) -> bool:
         return self.snapshot is not None
 
-    def read_columns(
-        self, limit: int, wait_s: float, envelope: JsonEnvelope, clock: Callable[[], int]
-    ) -> ChangeColumns:
+    def read_columns(self, limit: int, envelope: JsonEnvelope, clock: Callable[[], int]) -> ChangeColumns:
         """:meth:`read` as columns of JSON bytes (the events ``envelope`` writes), once the snapshot is read;
         ``clock`` gives the events' ``ts_ms``, once per transaction."""
         assert self.snapshot is None, "the snapshot is read with read()"
@@ -252,7 +246,6 @@ class LogStream:
             writer = self.writer = ColumnWriter(self.decoder, self.tables, envelope)
         columns = ChangeColumns()
         read, decode, change, values = self.cursor.read_message, self.decoder.decode, writer.change, columns.values
-        waited = False
         while len(values) < limit:
             message = read()
             if message is not None:
@@ -271,10 +264,7 @@ class LogStream:
                 continue
             if not writer.pending and not self.transaction:
                 self.idle_lsn = max(self.idle_lsn, int(self.cursor.wal_end))
-            if values or waited or wait_s <= 0:
-                break
-            select.select([self.replication], [], [], wait_s)
-            waited = True
+            break
         return columns
 
     def _commit(self, commit: Commit, writer: ColumnWriter, columns: ChangeColumns, clock: Callable[[], int]) -> None:

@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 class ChangeStream(Protocol):
     """What the task reads from: a trigger-mode or a log-mode stream."""
 
-    def read(self, limit: int, wait_s: float) -> list[tuple[Change, dict[str, Any]]]:
-        """The next changes and their offsets; waits up to ``wait_s`` when there are none."""
+    def read(self, limit: int) -> list[tuple[Change, dict[str, Any]]]:
+        """The next changes and their offsets; none, at once, when there are none."""
         ...
 
     def heartbeat_offset(self) -> dict[str, Any] | None: ...
@@ -126,20 +126,24 @@ class JdbcCdcSourceTask(SourceTask):
 
     def poll(self) -> Sequence[SourceRecord] | None:
         """The next changes as records; with the ``bytes`` converters, keys and values are JSON bytes, and log mode
-        returns them as a :class:`~headwater.sdk.SourceBatch` per run of one topic (after the snapshot)."""
+        returns them as a :class:`~headwater.sdk.SourceBatch` per run of one topic (after the snapshot). With no
+        change to return, the task idles ``poll.interval.ms`` before it is polled again (as Debezium's streaming
+        loops pause ``poll.interval.ms`` when no message is pending)."""
         if self.batches:
             return self._batch()
         stream = self.stream
         assert stream is not None
-        limit, wait_s = self.cdc.batch_max_rows, self.cdc.poll_interval_ms / 1000
+        limit = self.cdc.batch_max_rows
         if self.json is not None and self.log is not None and not self.log.snapshotting:
-            columns = self.log.read_columns(limit, wait_s, self.json, self.context.clock.now_ms)
+            columns = self.log.read_columns(limit, self.json, self.context.clock.now_ms)
             if not columns.values:
+                self.context.idle(self.cdc.poll_interval_ms)
                 return None
             self.batches.extend(columns.batches(self.partition))
             return self._batch()
-        changes = stream.read(limit, wait_s)
+        changes = stream.read(limit)
         if not changes:
+            self.context.idle(self.cdc.poll_interval_ms)
             return None
         now, partition = self.context.clock.now_ms(), self.partition
         if self.debezium is not None:

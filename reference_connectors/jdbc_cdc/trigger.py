@@ -10,7 +10,6 @@ snapshots again.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -141,14 +140,11 @@ class TriggerStream:
         self.snapshot_position = start.position
         return start.position
 
-    def read(self, limit: int, wait_s: float) -> list[tuple[Change, dict[str, Any]]]:
-        """The next changes with their offsets, in change-id order; sleeps ``wait_s`` when there are none."""
+    def read(self, limit: int) -> list[tuple[Change, dict[str, Any]]]:
+        """The next changes with their offsets, in change-id order; none, at once, when there are none."""
         if self.snapshot is not None:
             return self._read_snapshot(limit)
-        found = self._read(limit)
-        if not found and wait_s > 0:
-            time.sleep(wait_s)  # nothing new: do not spin the worker thread
-        return found
+        return self._read(limit)
 
     def _read(self, limit: int) -> list[tuple[Change, dict[str, Any]]]:
         connection, dialect = self.connection, self.dialect

@@ -152,14 +152,23 @@ class WorkerTask(ABC):
                 return False
 
     def execute(self, idle_wait_ms: int = 5) -> None:
-        """Run the task on the calling thread until :meth:`stop` is called, then shut it down."""
+        """Run the task on the calling thread until :meth:`stop` is called, then shut it down. After a pass that
+        moved nothing the thread waits ``idle_wait_ms``, or until :meth:`next_pass_due` when that is later; a stop,
+        pause or resume ends the wait at once."""
         with self.logging_context():
             self.start()
             while not self._stopping and self.state is not State.FAILED:
                 if not self.step():
-                    self._wake.wait(idle_wait_ms / 1000)
+                    wait_ms = max(self.next_pass_due() - self.clock.now_ms(), idle_wait_ms)
+                    self._wake.wait(wait_ms / 1000)
                     self._wake.clear()
             self.shutdown()
+
+    def next_pass_due(self) -> int:
+        """The clock time of the next pass of the loop that can do more than serve delivery reports: now, but for
+        a source task idling (:meth:`~headwater.sdk.SourceTaskContext.idle`) with nothing in flight. The task thread
+        waits until then; a simulated worker moves its clock there without the passes in between."""
+        return self.clock.now_ms()
 
     def stop(self, connector_deleted: bool = False) -> None:
         """Ask the task to stop (from any thread). The loop finishes its pass, then :meth:`shutdown` runs."""

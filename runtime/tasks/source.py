@@ -22,7 +22,7 @@ from headwater.runtime.converters import passes_bytes_through, sends_header_byte
 from headwater.runtime.error_handling.tolerance import Failure, Stage, StageFailed, class_name
 from headwater.runtime.logs.context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore
-from headwater.runtime.tasks.base import StateListener, TaskId, WorkerTask
+from headwater.runtime.tasks.base import State, StateListener, TaskId, WorkerTask
 from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
 from headwater.runtime.tasks.timing import BatchTimes
 from headwater.runtime.transport.base import Producer, ProducerFencedError, QueueFullError, RawHeaders
@@ -103,10 +103,20 @@ class WorkerSourceTaskContext(SourceTaskContext):
         self.parsed_config = dict(config) if parsed_config is None else parsed_config
         if metrics is not None:
             self.metrics = metrics
+        self.idle_until = 0
+        """The clock time before which the loop does not call ``poll`` (:meth:`idle`)."""
+
+    def idle(self, ms: int) -> None:
+        """Returns at once: the task loop skips ``poll`` until ``ms`` have passed (see the SDK's docstring)."""
+        if ms < 0:
+            raise ValueError(f"cannot idle for {ms} ms")
+        self.idle_until = self.clock.now_ms() + ms
 
 
 class WorkerSourceTask(WorkerTask):
     task: SourceTask
+    context: WorkerSourceTaskContext
+    """The task's context, made by :meth:`initialize`."""
 
     def __init__(
         self,
@@ -138,6 +148,9 @@ class WorkerSourceTask(WorkerTask):
         self._retry = self.errors.retry()
         self._next_commit = 0
         self._next_heartbeat = 0
+        self._settled = True
+        """Whether every record sent was found acknowledged (or failed) since the last send; see
+        :meth:`next_pass_due`."""
         self._passthrough = False
         """Whether the key and value converters pass bytes through: records of bytes are sent as they are."""
         self._raw_headers = False
@@ -163,7 +176,8 @@ class WorkerSourceTask(WorkerTask):
         """Per source partition: its last committed offset and when (clock milliseconds) a commit last changed it."""
 
     def initialize(self) -> None:
-        self.task.initialize(self._context())
+        self.context = self._context()
+        self.task.initialize(self.context)
 
     def _context(self) -> WorkerSourceTaskContext:
         reader = StoreOffsetReader(self.offset_store, self.settings.connector)
@@ -191,6 +205,8 @@ class WorkerSourceTask(WorkerTask):
                 self._take(heartbeats)
                 progressed = self._send(now)
         if self._to_send is None:
+            if now < self.context.idle_until:  # the task said it has nothing until then (SourceTaskContext.idle)
+                return progressed
             began = perf_counter()
             try:
                 records = self.task.poll()
@@ -207,6 +223,25 @@ class WorkerSourceTask(WorkerTask):
         if now < self._retry_at:
             return progressed
         return self._send(now) or progressed
+
+    def next_pass_due(self) -> int:
+        """While the task idles (:meth:`WorkerSourceTaskContext.idle`), running, with nothing to send and every
+        record sent acknowledged: the earliest of the idle's end, the next offset commit and the next heartbeat.
+        Now otherwise."""
+        now = self.clock.now_ms()
+        idle_until = self.context.idle_until if self.state is State.RUNNING else 0
+        if idle_until <= now or self._stopping or self._target_paused or self._to_send is not None:
+            return now
+        due = min(idle_until, self._next_commit)
+        if self.settings.heartbeat_interval_ms > 0:
+            due = min(due, self._next_heartbeat)
+        if due <= now:
+            return now
+        if not self._settled:  # acknowledgements come with the passes' producer.poll: none may wait for them
+            if self.submitted.in_flight():
+                return now
+            self._settled = True
+        return due
 
     @property
     def commit_interval_ms(self) -> int:
@@ -236,6 +271,7 @@ class WorkerSourceTask(WorkerTask):
 
     def _take(self, records: Sequence[SourceRecord]) -> None:
         self._next_index = 0
+        self._settled = False
         if isinstance(records, SourceBatch):
             if (
                 not self.transforms

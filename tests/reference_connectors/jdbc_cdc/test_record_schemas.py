@@ -18,10 +18,12 @@ from fastavro import parse_schema, schemaless_writer
 from headwater.reference_connectors.jdbc_cdc import CdcConfig, Envelope, TriggerProvisioner, TriggerStream, discover
 from headwater.reference_connectors.jdbc_cdc.column_types import ColumnType
 from headwater.reference_connectors.jdbc_cdc.database import make_engine
+from headwater.reference_connectors.jdbc_cdc.envelope import Change
 from headwater.reference_connectors.jdbc_cdc.record_schemas import column_schema
 from headwater.reference_connectors.jdbc_cdc.task import record_schemas
 from headwater.runtime.converters.avro_data import to_avro, to_datum
 from headwater.sdk import ConnectError, SourceRecord
+from support.rest_worker import wait_until
 from support.scratch import ScratchDatabase
 
 DAY = (datetime.date(2026, 11, 23) - datetime.date(1970, 1, 1)).days
@@ -145,13 +147,20 @@ def capturing(database: ScratchDatabase, prefix: str, **extra: str) -> Iterator[
         engine.dispose()
 
 
+def read_changes(stream: TriggerStream, count: int) -> list[tuple[Change, dict[str, Any]]]:
+    """Read until ``count`` changes came (the stream returns none, at once, until the watermark passes them)."""
+    changes: list[tuple[Change, dict[str, Any]]] = []
+
+    def enough() -> bool:
+        changes.extend(stream.read(100))
+        return len(changes) >= count
+
+    wait_until(enough, f"{count} changes read")
+    return changes
+
+
 def read(stream: TriggerStream, envelope: Envelope, count: int) -> list[SourceRecord]:
-    records: list[SourceRecord] = []
-    for _ in range(50):
-        records += [envelope.record(c, {"server": "p"}, o, 1) for c, o in stream.read(100, 0.01)]
-        if len(records) >= count:
-            return records
-    raise AssertionError(f"{len(records)} of {count} changes read")
+    return [envelope.record(c, {"server": "p"}, o, 1) for c, o in read_changes(stream, count)]
 
 
 def assert_writable(record: SourceRecord) -> None:
@@ -243,11 +252,7 @@ def test_a_precise_decimal_with_more_digits_than_its_scale_fails_rather_than_rou
     sqlite_database.execute("CREATE TABLE typed (id INTEGER PRIMARY KEY, amount NUMERIC(10,2))")
     with capturing(sqlite_database, prefix, decimal_handling_mode="precise") as (stream, envelope):
         sqlite_database.execute("INSERT INTO typed VALUES (1, 12.5)", "INSERT INTO typed VALUES (2, 12.345)")
-        changes = []
-        for _ in range(50):
-            changes += stream.read(10, 0.01)
-            if len(changes) == 2:
-                break
+        changes = read_changes(stream, 2)
         assert envelope.record(changes[0][0], None, {}, 1).value["after"]["amount"] == decimal.Decimal("12.50")
         with pytest.raises(ConnectError, match=r"typed\.amount: the value '12\.345' has more than 2 digits after"):
             envelope.record(changes[1][0], None, {}, 1)

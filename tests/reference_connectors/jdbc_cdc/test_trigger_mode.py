@@ -135,6 +135,32 @@ def test_restart_resumes_without_loss_and_purges_only_committed_changes(
     worker.run_until(lambda: database.scalar(f"SELECT count(*) FROM {AUDIT}") == 0, what="every audit row purged")
 
 
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+def test_an_idle_capture_polls_once_per_poll_interval_of_virtual_time_and_picks_up_the_next_change(
+    make_simulated_worker: Make, database: ScratchDatabase, prefix: str
+) -> None:
+    """With nothing to read the task idles ``poll.interval.ms`` on the worker's clock (``SourceTaskContext.idle``),
+    so a virtual minute is sixty polls, not one per tick, and a change is read at the next poll."""
+    create_orders(database)
+    worker = make_simulated_worker({"offset.flush.interval.ms": 1000})
+    worker.add_connector("cdc", JdbcCdcSourceConnector, config(database, prefix, poll_interval_ms=1000))
+    worker.advance(worker.tick_ms)  # the first poll: an empty snapshot, then the first idle
+    task = worker.source_task("cdc").task
+    polls: list[int] = []
+    poll = task.poll
+
+    def counted() -> Any:
+        polls.append(worker.clock.now_ms())
+        return poll()
+
+    task.poll = counted  # type: ignore[method-assign]
+    worker.advance(60_000)
+    assert len(polls) == 60, f"{len(polls)} polls in a virtual minute of poll.interval.ms=1000"
+    database.execute("INSERT INTO orders VALUES (1, 'fig', 7)")
+    worker.advance(1000)
+    assert events(worker, orders_topic(database, prefix)) == [("c", None, row(1, "fig", 7))]
+
+
 def test_plain_stop_keeps_triggers_and_audit_table_and_delete_drops_them(
     make_simulated_worker: Make, database: ScratchDatabase, prefix: str
 ) -> None:

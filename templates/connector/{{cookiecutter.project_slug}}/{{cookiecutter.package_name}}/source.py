@@ -6,6 +6,9 @@ Replace the file with your system; keep the shape:
   commits an offset only once the record and every one before it is acknowledged, and ``start`` resumes after it;
 - lines the connector skips (blank, ``#`` comments) are like changes a CDC source does not capture: its heartbeats
   (``heartbeat.interval.ms``) commit the position past them, so the committed offset keeps up while nothing is sent;
+- with nothing new, ``poll`` says so with ``self.context.idle(ms)`` instead of sleeping: the worker polls again
+  ``ms`` later, committing offsets and sending heartbeats meanwhile, a stop ends the wait at once, and in a simulated
+  test the idle is virtual time;
 - ``stop(connector_deleted=True)`` removes what the connector provisioned (here a "slot" file that registers the
   reader, like a replication slot); a plain stop keeps it;
 - a task resumes from its committed offset and nothing else, so it delivers exactly once on workers with
@@ -32,6 +35,9 @@ from headwater.sdk import (
 )
 
 from {{ cookiecutter.package_name }} import config as keys
+
+IDLE_MS = 200
+"""How long a task that found no new line waits before the worker polls it again."""
 
 
 def slot_path(file: str, connector: str) -> Path:
@@ -104,6 +110,8 @@ class {{ cookiecutter.class_prefix }}SourceTask(SourceTask):
             text = line.decode("utf-8").strip()
             if text and not text.startswith("#"):
                 records.append(SourceRecord(self.partition, {"line": number}, self.topic, self.parse(number, text)))
+        if not records:
+            self.context.idle(IDLE_MS)  # nothing new: poll again in IDLE_MS (virtual time in a simulated test)
         return records
 
     def read_new_lines(self) -> None:
