@@ -231,9 +231,10 @@ class SourceConformance(Conformance):
     def test_offsets_resume_after_a_crash(self, driver: ConnectorDriver) -> None:
         self.start(driver)
         driver.advance(self.run_ms)
-        self.expected += self.fed(driver, self.feed_count)
-        driver.advance(5 * driver.tick_ms)  # sent, and (within the commit interval) not committed yet
-        before = self.sent_something(driver)
+        fed = self.fed(driver, self.feed_count)
+        self.expected += fed
+        self.hand_over(driver, fed, int(driver.worker.worker.config["offset.flush.interval.ms"]) // 2)
+        before = self.sent_something(driver)  # sent, and (within the commit interval) not committed yet
         driver.crash_tasks()
         committed = committed_offsets(driver, driver.tap.sent[:before])
         driver.advance(self.run_ms)
@@ -372,16 +373,21 @@ class SourceConformance(Conformance):
                 return
             fed = self.fed(driver, max(short, self.feed_count))
             self.expected += fed
-            wanted = {g.canonical_value(f.value) for f in fed}
-            seen, since = len(driver.tap.sent), driver.tap.now_ms()
-            while wanted and driver.tap.now_ms() - since < QUIET_MS:
-                driver.advance(driver.tick_ms)
-                fresh = [s for s in driver.tap.sent[seen:] if not s.heartbeat]
-                seen = len(driver.tap.sent)
-                if fresh:
-                    wanted -= {g.canonical_value(s.value) for s in fresh}
-                    since = driver.tap.now_ms()
+            self.hand_over(driver, fed, QUIET_MS)
             partitions |= {s.partition_key for s in driver.tap.sent[start:] if not s.heartbeat}
+
+    def hand_over(self, driver: ConnectorDriver, fed: Sequence[Fed], quiet_ms: int) -> None:
+        """Run tick by tick until the tasks have handed over every value of ``fed``, or no data record for
+        ``quiet_ms`` (a source that idles between polls needs more than a tick to take new records)."""
+        wanted = {g.canonical_value(f.value) for f in fed}
+        seen, since = len(driver.tap.sent), driver.tap.now_ms()
+        while wanted and driver.tap.now_ms() - since < quiet_ms:
+            driver.advance(driver.tick_ms)
+            fresh = [s for s in driver.tap.sent[seen:] if not s.heartbeat]
+            seen = len(driver.tap.sent)
+            if fresh:
+                wanted -= {g.canonical_value(s.value) for s in fresh}
+                since = driver.tap.now_ms()
 
     def delivered(self, driver: ConnectorDriver) -> list[Any]:
         """The values of every data record in the topics the tasks sent data to."""
