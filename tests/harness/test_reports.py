@@ -121,6 +121,7 @@ def test_a_failing_machine_prints_its_shrunk_schedule_and_guarantee_under_filter
     assert "guarantee broken: every record is delivered at least once (source to Kafka)" in report
     assert "state = DroppingMachine()" in report and "state.write_values(payloads=[" in report, report
     assert "state.teardown()" in report
+    assert "always and only run by failing test cases" not in report, "no explain phase: it lists harness lines"
     summary = project_run[project_run.index("warnings summary") :]
     assert "DeprecationWarning: libcst: this module is deprecated" in summary, "shown, not raised, not lost"
 
