@@ -46,6 +46,13 @@ class ConformanceContext:
     """A topic of this test alone: a source may write to it; a sink is given it as ``topics``."""
     heartbeat_topic: str
 
+    @classmethod
+    def named(cls, tmp_path: Path, suffix: str = "") -> ConformanceContext:
+        """A context whose connector, topics and tasks cannot be taken for one another in a report: connector
+        ``conformance``, its tasks ``conformance-0``, ``conformance-1``...; topic ``conformance-records``, whose
+        partitions print as ``conformance-records-0``...; heartbeats in ``conformance-heartbeats``."""
+        return cls(tmp_path, f"conformance{suffix}", f"conformance-records{suffix}", f"conformance-heartbeats{suffix}")
+
 
 ConfigSpec = Mapping[str, Any] | Callable[[ConformanceContext], Mapping[str, Any]]
 
@@ -95,7 +102,7 @@ class Conformance:
     @pytest.fixture
     def conformance_context(self, tmp_path: Path, conformance_backend: str) -> ConformanceContext:
         suffix = "" if conformance_backend == "simulated" else f"-{uuid.uuid4().hex[:8]}"
-        return ConformanceContext(tmp_path, f"conformance{suffix}", f"conformance{suffix}", f"beats{suffix}")
+        return ConformanceContext.named(tmp_path, suffix)
 
     @pytest.fixture
     def make_driver(

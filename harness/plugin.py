@@ -10,13 +10,15 @@ import gc
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from headwater.harness.cluster import BOOTSTRAP_ENV, SECOND_BOOTSTRAP_ENV, Cluster, find_cluster
 from headwater.harness.maven import BrokerUnavailable
+from headwater.harness.reports import is_harness_test, tidy_sections
 from headwater.harness.shared_services import WORKERINPUT_KEY, SharedServices, end_run, run_services
 
 if TYPE_CHECKING:
@@ -85,6 +87,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     end_run(config)  # in case the session's end was cut short
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A harness test's report is made whatever the project's warning filters, its repeated log records collapsed
+    (:mod:`headwater.harness.reports`)."""
+    if not is_harness_test(item):
+        return (yield)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # shown in pytest's warnings summary, not raised into INTERNALERROR
+        report = yield
+    tidy_sections(report)
+    return report
 
 
 def _session_cluster(pytestconfig: pytest.Config, option: str, env: str, name: str) -> Iterator[Cluster]:

@@ -294,7 +294,7 @@ class SourceConformance(Conformance):
         for seed in type(self).exactly_once_seeds:
             place = tmp_path / f"{tmp_path.name}-seed{seed}"  # a name no other test or seed uses
             place.mkdir()
-            context = ConformanceContext(place, "conformance", "conformance", "beats")
+            context = ConformanceContext.named(place)
             config = self.connector_config(context)
             strings = {key: str(value) for key, value in config.items() if value is not None}
             decision = exactly_once.decide(connector, strings, transaction_boundary, type(self).exactly_once)

@@ -90,6 +90,7 @@ def test_machine_test_makes_the_test_case_an_author_keeps() -> None:
     case = machine_test(LogSourceMachine)
     assert issubclass(case, unittest.TestCase)
     assert case.settings.max_examples == 200 and case.settings.deadline is None  # type: ignore[attr-defined]
+    assert Phase.explain not in case.settings.phases and Phase.shrink in case.settings.phases  # type: ignore[attr-defined]
 
 
 def search(machine: type[SourceMachine | SinkMachine]) -> None:
