@@ -323,5 +323,7 @@ def test_exactly_once_failure_names_the_records_written_twice_and_where_a_worker
     block = block[: block.index("\n____")] if "\n____" in block else block
     assert f"guarantee broken: {TWICE}" in block
     assert re.search(r"transaction\.boundary=\w+, seed \d: \d+ records? seen more than once", block)
-    assert re.search(r'\{"log": "log-\S+/\d", "n": \d+\}: 2 times, at conformance-records@\d+, conformance-records@\d+', block)
+    assert re.search(
+        r'\{"log": "log-\S+/\d", "n": \d+\}: 2 times, at conformance-records@\d+, conformance-records@\d+', block
+    )
     assert re.search(r"died right after committing transaction \d+ of connect-cluster-conformance-\d", block)
