@@ -105,6 +105,9 @@ class ConnectorMachine(RuleBasedStateMachine):
     def guarantees_hold(self) -> None:
         self.check_guarantees()
 
+    def after_heal(self) -> None:
+        """Called at the end, once every fault is healed, before the worker runs until quiet."""
+
     def delivered(self) -> list[Any]:
         raise NotImplementedError
 
@@ -115,6 +118,7 @@ class ConnectorMachine(RuleBasedStateMachine):
         try:
             if not self.broken:
                 self.driver.heal()
+                self.after_heal()
                 self.driver.settle(lambda: _all_in(self.expected, self.delivered()), SETTLE_MS)
                 self.check_guarantees()
                 self.at_least_once()
@@ -131,6 +135,10 @@ class SourceMachine(ConnectorMachine):
     fault_kinds: ClassVar[Sequence[FaultKind]] = SOURCE_FAULTS
     offset_order: ClassVar[Callable[[SourceOffset], Any] | None] = None
     """Orders a partition's offsets when given; else offsets are ordered by when the task first handed them over."""
+    resumed_records: ClassVar[int] = 10
+    """At the end, when a task was restarted or crashed, how many values are written per source partition seen, so
+    that the tasks resumed from the committed offsets read several polls' worth (a loss that recurs once resumed,
+    a record skipped after every page, shows)."""
 
     def write(self, value: Any) -> None:
         """Add ``value`` to the source system, as a new record the connector must deliver."""
@@ -153,14 +161,23 @@ class SourceMachine(ConnectorMachine):
         self.driver.release_acks()
 
     def check_guarantees(self) -> None:
-        """Committed offsets were handed over and only move forward; no offset map changed after it was handed
-        over; each source partition is read by one task; no stop hook raised."""
+        """Committed offsets were handed over and only move forward; no heartbeat ran ahead of the records handed over;
+        no offset map changed after it was handed over; each source partition is read by one task; no stop hook
+        raised."""
         order = type(self).offset_order
         self.check(lambda: g.assert_offsets_not_changed_after_handover(self.driver.tap))
         self.check(lambda: g.assert_partitions_read_by_one_task(self.driver.tap))
         self.check(lambda: g.assert_committed_offsets_were_sent(self.driver.tap))
+        self.check(lambda: g.assert_heartbeats_not_ahead(self.driver.tap, order))
         self.check(lambda: g.assert_source_offsets_monotonic(self.driver.tap, order))
         self.check(lambda: g.assert_stop_hooks_clean(self.driver.tap))
+
+    def after_heal(self) -> None:
+        """When a task was restarted or crashed, write :attr:`resumed_records` values per source partition seen."""
+        tap = self.driver.tap
+        if any(sent.incarnation > 1 for sent in tap.sent) or self.driver.crashes:
+            partitions = {sent.partition_key for sent in tap.sent if not sent.heartbeat}
+            self.write_values([None] * (type(self).resumed_records * max(1, len(partitions))))
 
     def delivered(self) -> list[Any]:
         return [self.read(m) for topic in g.data_topics(self.driver.tap) for m in self.driver.worker.messages(topic)]

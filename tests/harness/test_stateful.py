@@ -53,6 +53,22 @@ class SharedOffsetSourceMachine(LogSourceMachine):
     connector = samples.SharedOffsetSource
 
 
+class BufferedHeartbeatMachine(LogSourceMachine):
+    """A source whose heartbeats carry the position of the last record read into its buffer, not handed over."""
+
+    connector = samples.BufferedHeartbeatSource
+    worker_config: ClassVar[Mapping[str, Any]] = {"offset.flush.interval.ms": 500, "heartbeat.interval.ms": 50}
+
+    def setup(self) -> dict[str, str]:
+        return {**super().setup(), "batch.size": "1"}
+
+
+class PagedResumeMachine(LogSourceMachine):
+    """A source whose resumed tasks skip the record after every page of three."""
+
+    connector = samples.PagedResumeSource
+
+
 class TableSinkMachine(SinkMachine):
     connector = samples.TableSink
     batch = 2
@@ -121,3 +137,17 @@ def test_finds_a_source_that_changes_an_offset_map_it_handed_over() -> None:
     message = str(caught.value)
     assert caught.value.guarantee == "a source offset handed over is never changed afterwards", message
     assert "give each record an offset map of its own" in message
+
+
+def test_finds_a_source_whose_heartbeat_runs_ahead_of_its_buffered_records() -> None:
+    with pytest.raises(GuaranteeViolation) as caught:
+        search(BufferedHeartbeatMachine)
+    message = str(caught.value)
+    assert caught.value.guarantee == "a heartbeat reports only the position of records already handed over", message
+    assert "which the heartbeat's position already covered" in message
+
+
+def test_finds_a_source_that_loses_records_every_few_once_resumed() -> None:
+    with pytest.raises(GuaranteeViolation) as caught:
+        search(PagedResumeMachine)
+    assert caught.value.guarantee == "every record is delivered at least once (source to Kafka)", str(caught.value)
