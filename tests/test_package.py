@@ -70,6 +70,7 @@ def run_without_server_stack(script: str) -> subprocess.CompletedProcess[str]:
 NEEDS_TEST_TOOLS = {
     "headwater.harness.conformance": "pytest",
     "headwater.harness.plugin": "pytest",
+    "headwater.harness.reports": "pytest",
     "headwater.harness.shared_services": "pytest",
     "headwater.harness.sink_suite": "pytest",
     "headwater.harness.source_suite": "pytest",
