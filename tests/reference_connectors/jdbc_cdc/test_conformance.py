@@ -137,4 +137,4 @@ class TriggerModeMachine(SourceMachine):
 
 
 TestTriggerModeMachine = machine_test(TriggerModeMachine)
-TestTriggerModeMachine.settings = machine_settings(25, 12, database=None, derandomize=True)  # type: ignore[attr-defined]
+TestTriggerModeMachine.settings = machine_settings(10, 12, database=None, derandomize=True)  # type: ignore[attr-defined]
