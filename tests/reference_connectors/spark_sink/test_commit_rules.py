@@ -28,6 +28,8 @@ class MemoryTable:
 
     def __init__(self) -> None:
         self.writes: list[tuple[dict[TopicPartition, int], int]] = []
+        self.failure: Exception | None = None
+        """Raised by the next write."""
         self.recovered: list[bool] = []
         """Per ``recover`` call, whether the task had a write in flight then."""
         self.task: SparkSinkTask | None = None
@@ -44,6 +46,8 @@ class MemoryTable:
         return None
 
     def write(self, tables: Mapping[TopicPartition, pa.Table], last: Mapping[TopicPartition, int], change: Any) -> None:
+        if self.failure is not None:
+            raise self.failure
         self.writes.append((dict(last), sum(t.num_rows for t in tables.values())))
 
 
@@ -70,8 +74,11 @@ class Context:
 
 
 @pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> tuple[SparkSinkTask, MemoryTable, Context]:
-    """A task started on a :class:`MemoryTable` (no SparkSession), writing in the foreground, 4 records a flush."""
+def started(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> tuple[SparkSinkTask, MemoryTable, Context]:
+    """A task started on a :class:`MemoryTable` (no SparkSession), 4 records a flush, writing in the foreground
+    (in the background when parametrized with ``"background"``)."""
     table = MemoryTable()
     monkeypatch.setattr(writer_module, "spark_session", lambda *args, **kwargs: None)
     monkeypatch.setattr(writer_module, "make_table", lambda config, session: table)
@@ -80,7 +87,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> tuple[SparkSinkTask, MemoryTable
     context = Context()
     task.context = context  # type: ignore[assignment]
     config = {"name": "sink", "topics": "t", "table.path": "/nowhere/t", "flush.max.records": "4"}
-    config["write.background"] = "false"
+    config["write.background"] = "true" if getattr(request, "param", None) == "background" else "false"
     task.start(config)
     return task, table, context
 
@@ -97,13 +104,13 @@ def test_runs_of_two_topics_with_the_same_partition_number_are_buffered_apart() 
 
 def test_dropping_partitions_keeps_the_counts_and_the_age_of_what_is_left() -> None:
     buffer = RecordBuffer()
-    kept = [SinkRecord("t", 0, 0, 5, b'{"id": 0}')]  # a key that is no bytes counts 8
-    buffer.add([*kept, *records(T1, range(3))], now_ms=10)
+    dropped = [SinkRecord("t", 0, 0, 5, b'{"id": 0}')]  # a key that is no bytes counts 8
+    buffer.add([*dropped, *records(T1, range(3))], now_ms=10)
     assert (buffer.records, buffer.bytes) == (4, 8 + 9 + 3 * (2 + 9))
-    buffer.drop([T1])
-    assert (buffer.records, buffer.bytes, buffer.oldest_ms) == (1, 8 + 9, 10)
     buffer.drop([T0])
-    assert (buffer.records, buffer.bytes, buffer.oldest_ms) == (0, 0, None)
+    assert (buffer.records, buffer.bytes, buffer.oldest_ms) == (3, 3 * (2 + 9), 10)
+    buffer.drop([T1])
+    assert (buffer.records, buffer.bytes, buffer.oldest_ms, buffer.partitions) == (0, 0, None, {})
 
 
 def test_a_foreground_flush_requests_the_commit_of_what_it_wrote(
@@ -129,6 +136,42 @@ def test_open_waits_for_the_write_in_flight_before_it_reads_the_tables_offsets(
     task.open([T0])
     assert table.recovered == [False, False], "the table's offsets were read while a write was in flight"
     assert context.rewinds[-1] == {T0: 10}
+
+
+def test_close_waits_for_the_write_in_flight(started: tuple[SparkSinkTask, MemoryTable, Context]) -> None:
+    task, _, _ = started
+    in_flight: Future[dict[TopicPartition, int]] = Future()
+    task.pending = in_flight
+    threading.Timer(0.2, lambda: in_flight.set_result({T0: 10})).start()
+    task.close([T0])
+    assert in_flight.done() and task.pending is None, "close returned with a write of the partition in flight"
+
+
+@pytest.mark.parametrize("started", ["background"], indirect=True)
+def test_a_flush_waits_for_the_write_in_flight_and_counts_both_writes(
+    started: tuple[SparkSinkTask, MemoryTable, Context],
+) -> None:
+    task, table, _ = started
+    task.open([T0, T1])
+    task.put(records(T0, range(4)))  # a write of t-0 in the background
+    task.put(records(T1, range(4)))  # the next, of t-1, after the first ended
+    assert task.pending is not None
+    task.pending.result(timeout=30)
+    assert task.pre_commit({T0: 4, T1: 4}) == {T0: 4, T1: 4}
+    assert [offsets for offsets, _ in table.writes] == [{T0: 3}, {T1: 3}]
+
+
+def test_a_flush_that_fails_before_a_commit_fails_the_next_put_not_the_commit(
+    started: tuple[SparkSinkTask, MemoryTable, Context],
+) -> None:
+    task, table, context = started
+    task.open([T0])
+    task.put(records(T0, range(2)))
+    table.failure = OSError("the disk is full")
+    context.now = 60_000  # the buffer is due by time
+    assert task.pre_commit({T0: 2}) == {}, "a failed flush must not raise from pre_commit"
+    with pytest.raises(OSError, match="the disk is full"):
+        task.put([])
 
 
 def test_stop_waits_for_the_write_in_flight_and_logs_its_failure(
