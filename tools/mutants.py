@@ -15,7 +15,7 @@ warm test server (``serve``, in ``.venv``) that keeps one session and runs pytes
 dropping the mutated package and the test modules from ``sys.modules``. A mutant that hangs there is cut off by the
 server's alarm (reported as timed out) and the next client starts a fresh server.
 
-    .venv-mutants/bin/python tools/mutants.py [--only jdbc-cdc|spark-sink] [--list]
+    .venv-mutants/bin/python tools/mutants.py [--only jdbc-cdc|spark-sink] [--list] [--again] [--jobs N]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import os
 import shlex
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -125,6 +126,7 @@ TARGETS = [
             "tests/reference_connectors/jdbc_cdc/test_out_of_order_commits.py",
             "tests/reference_connectors/jdbc_cdc/test_exactly_once.py",
             "tests/reference_connectors/jdbc_cdc/test_conformance.py",
+            "tests/reference_connectors/jdbc_cdc/test_trigger_offsets.py",
         ),
         pytest_args=("-m", "not services"),  # SQLite only: PostgreSQL, MariaDB and the broker are services
         skip_lines=("self.log", "self.transactions"),  # log mode's lines of the shared task
@@ -160,6 +162,7 @@ TARGETS = [
             ),
         },
         tests=(
+            "tests/reference_connectors/spark_sink/test_commit_rules.py",
             "tests/reference_connectors/spark_sink/test_task.py",
             "tests/reference_connectors/spark_sink/test_conformance.py",
         ),
@@ -364,15 +367,27 @@ def restoring(paths: list[Path]):  # type: ignore[no-untyped-def]
         signal.signal(signal.SIGTERM, previous)
 
 
-def measure(target: Target, list_only: bool) -> str:
-    """Generate, select and run the target's mutants; return its report."""
+def survivors_again(session: Path) -> int:
+    """Make the survivors of the session's last run pending again (the killed stay killed: more checks never let a
+    killed mutant survive); return how many."""
+    with contextlib.closing(sqlite3.connect(session)) as db, db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+
+
+def measure(target: Target, list_only: bool, again: bool) -> str:
+    """Generate, select and run the target's mutants (with ``again``, only the last run's survivors); return its
+    report."""
     session = STATE / f"{target.name}.sqlite"
     try:
         seconds = 0.0 if list_only else baseline(target)
         # generous: a run three times as long as the unmutated one is a mutant's endless loop
         config = write_config(target, round(max(60.0, 3 * seconds), 1))
-        cosmic_ray("init", "--force", str(config), str(session))
-        left = select(target, session)
+        if again and session.exists():
+            left = survivors_again(session)
+            print(f"{target.name}: the {left} survivors of the last run again", flush=True)
+        else:
+            cosmic_ray("init", "--force", str(config), str(session))
+            left = select(target, session)
         print(f"{target.name}: {left} mutants; the unmutated tests take {seconds:.1f} s", flush=True)
         if list_only:
             return ""
@@ -384,14 +399,14 @@ def measure(target: Target, list_only: bool) -> str:
             stop_server(target)
 
 
-def run(targets: list[Target], list_only: bool, jobs: int) -> int:
+def run(targets: list[Target], list_only: bool, jobs: int, again: bool) -> int:
     """Both connectors at once by default (each mutates only its own modules, and neither's tests import the
     other's)."""
     STATE.mkdir(exist_ok=True)
     with restoring([ROOT / m for t in targets for m in t.scope]):
         pool = ThreadPoolExecutor(jobs)
         try:
-            reports = list(pool.map(lambda t: measure(t, list_only), targets))
+            reports = list(pool.map(lambda t: measure(t, list_only, again), targets))
         finally:
             for process in RUNNING:
                 if process.poll() is None:
@@ -496,6 +511,7 @@ def main() -> int:
     parser.add_argument("name", nargs="?")
     parser.add_argument("--only", choices=[t.name for t in TARGETS])
     parser.add_argument("--list", action="store_true", help="count the mutants, run nothing")
+    parser.add_argument("--again", action="store_true", help="test only the last run's survivors again")
     parser.add_argument("--jobs", type=int, default=2, help="connectors measured at once")
     parser.add_argument("--timeout", type=int, default=900, help="(client) seconds the server gives pytest")
     args = parser.parse_args()
@@ -504,7 +520,7 @@ def main() -> int:
         return 0
     if args.command == "client":
         return client(args.name, args.timeout)
-    return run([t for t in TARGETS if args.only in (None, t.name)], args.list, args.jobs)
+    return run([t for t in TARGETS if args.only in (None, t.name)], args.list, args.jobs, args.again)
 
 
 if __name__ == "__main__":
