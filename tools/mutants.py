@@ -121,12 +121,12 @@ TARGETS = [
             f"{JDBC}/watermark.py": ("Watermark.accept", "Watermark.needs_list", "Watermark._settled"),
         },
         tests=(
+            "tests/reference_connectors/jdbc_cdc/test_trigger_offsets.py",
             "tests/reference_connectors/jdbc_cdc/test_watermark.py",
             "tests/reference_connectors/jdbc_cdc/test_trigger_mode.py",
             "tests/reference_connectors/jdbc_cdc/test_out_of_order_commits.py",
             "tests/reference_connectors/jdbc_cdc/test_exactly_once.py",
             "tests/reference_connectors/jdbc_cdc/test_conformance.py",
-            "tests/reference_connectors/jdbc_cdc/test_trigger_offsets.py",
         ),
         pytest_args=("-m", "not services"),  # SQLite only: PostgreSQL, MariaDB and the broker are services
         skip_lines=("self.log", "self.transactions"),  # log mode's lines of the shared task
