@@ -151,12 +151,15 @@ def test_close_waits_for_the_write_in_flight(started: tuple[SparkSinkTask, Memor
 def test_a_flush_waits_for_the_write_in_flight_and_counts_both_writes(
     started: tuple[SparkSinkTask, MemoryTable, Context],
 ) -> None:
-    task, table, _ = started
+    task, table, context = started
     task.open([T0, T1])
     task.put(records(T0, range(4)))  # a write of t-0 in the background
     task.put(records(T1, range(4)))  # the next, of t-1, after the first ended
     assert task.pending is not None
     task.pending.result(timeout=30)
+    asked = context.commits_requested
+    task.put([])  # the first look after the write ended counts its offsets and asks for their commit
+    assert context.commits_requested == asked + 1
     assert task.pre_commit({T0: 4, T1: 4}) == {T0: 4, T1: 4}
     assert [offsets for offsets, _ in table.writes] == [{T0: 3}, {T1: 3}]
 
