@@ -45,3 +45,28 @@ def test_a_snapshot_of_empty_tables_is_committed_by_a_heartbeat_and_not_taken_ag
     worker.advance(500)
     assert worker.messages(orders_topic(database, prefix)) == []
     worker.assert_source_offset("cdc", source_partition(prefix), {"change_id": 0})
+
+
+def test_no_heartbeat_runs_ahead_of_a_snapshot_being_read(
+    make_simulated_worker: Make, sqlite_database: ScratchDatabase, prefix: str
+) -> None:
+    """A snapshot read one row a poll, heartbeats and commits every pass: until its last row is handed over, no
+    heartbeat is sent and every committed offset is an incomplete snapshot's (a complete one would skip the rest of
+    the snapshot after a crash)."""
+    database = sqlite_database
+    create_orders(database, *[(n, f"item{n}", n) for n in range(1, 6)])
+    worker = make_simulated_worker({"offset.flush.interval.ms": 10, "heartbeat.interval.ms": 10})
+    worker.add_connector(
+        "cdc", JdbcCdcSourceConnector, config(database, prefix, snapshot_fetch_size=1, batch_max_rows=1)
+    )
+    topic = orders_topic(database, prefix)
+    for _ in range(100):
+        if len(worker.messages(topic)) == 5:
+            break
+        committed = worker.source_offset("cdc", source_partition(prefix))
+        assert committed is None or committed.get("snapshot") == "incomplete", f"committed {committed} mid-snapshot"
+        assert worker.messages("connect-heartbeats") == [], "a heartbeat while the snapshot was being read"
+        worker.advance(10)
+    assert len(worker.messages(topic)) == 5
+    worker.advance(100)
+    worker.assert_source_offset("cdc", source_partition(prefix), {"change_id": 0})
