@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint typecheck pytest docs bench clean
+.PHONY: demo test test-fast lint typecheck pytest docs bench mutants clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,5 +45,17 @@ test: lint typecheck docs pytest
 bench: $(STAMP)
 	$(BIN)/python bench/core_loops.py
 
+# not part of `make test` (about half an hour on 2 cores): the conformance suite and the connectors' own tests
+# against generated mutants of the JDBC-CDC source's and the Spark sink's offset and commit code (tools/mutants.py,
+# docs/testing.md). Cosmic Ray runs from a venv of its own, so `headwater[dev]` does not carry it
+MUTANTS_VENV := .venv-mutants
+$(MUTANTS_VENV)/.installed:
+	$(PYTHON) -m venv $(MUTANTS_VENV)
+	$(MUTANTS_VENV)/bin/python -m pip install --quiet cosmic-ray==8.7.0
+	touch $@
+
+mutants: $(STAMP) $(MUTANTS_VENV)/.installed
+	$(MUTANTS_VENV)/bin/python tools/mutants.py
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .typecheck .site
+	rm -rf $(VENV) $(MUTANTS_VENV) .mutants .mypy_cache .ruff_cache .pytest_cache .typecheck .site
