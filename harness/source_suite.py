@@ -259,6 +259,9 @@ class SourceConformance(Conformance):
         idle = 3 * HEARTBEAT_INTERVAL_MS + driver.worker.worker.config["offset.flush.interval.ms"] + driver.tick_ms
         driver.advance(self.run_ms + idle)
         beats = [s for s in driver.tap.sent if s.heartbeat]
+        if not beats and self.advance_without_data(driver.config) is not NotImplemented:
+            driver.advance(idle)  # a source may send heartbeats only once its position moves (as Debezium's do)
+            beats = [s for s in driver.tap.sent if s.heartbeat]
         if not beats:
             raise g.GuaranteeViolation(
                 "a source that implements produce_heartbeat_records sends heartbeats while idle",

@@ -133,6 +133,29 @@ class LogTask(SourceTask):
         return topic
 
 
+class MovedHeartbeatSource(LogSource):
+    """Keeps the contract like :class:`LogSource`, but sends a heartbeat for a log only once its position has moved
+    since the last record or heartbeat handed over for it (as Debezium's heartbeats do)."""
+
+    def task_class(self) -> type[SourceTask]:
+        return MovedHeartbeatTask
+
+
+class MovedHeartbeatTask(LogTask):
+    @hookimpl
+    def produce_heartbeat_records(self, topic: str) -> list[SourceRecord]:
+        if not hasattr(self, "reported"):
+            self.reported = dict(self.captured)
+        beats = [b for b in super().produce_heartbeat_records(topic) if self.moved(b)]
+        for beat in beats:
+            self.reported[beat.value["log"]] = beat.value["at"]
+        return beats
+
+    def moved(self, beat: SourceRecord) -> bool:
+        name = beat.value["log"]
+        return max(self.reported.get(name, -1), self.captured[name]) < beat.value["at"]
+
+
 class LogBatchSource(LogSource):
     """Keeps the contract like :class:`LogSource`, but hands each poll's records over as one :class:`SourceBatch` of
     one log: JSON bytes, each with a header naming its log (so the ``bytes`` converters send the columns as they

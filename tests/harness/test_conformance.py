@@ -52,6 +52,14 @@ TestExactLogSource = source_conformance(  # declares exactly-once support and co
     batch_size_key="batch.size",
 )
 
+TestMovedHeartbeatSource = source_conformance(  # heartbeats only once a log's position moved without data
+    samples.MovedHeartbeatSource,
+    log_config,
+    feed=samples.feed_log,
+    advance_without_data=samples.advance_log,
+    batch_size_key="batch.size",
+)
+
 TestLogBatchSource = source_conformance(  # batches with headers, sent as they are
     samples.LogBatchSource,
     log_config,
