@@ -353,19 +353,9 @@ class SourceConformance(Conformance):
     def settle(self, driver: ConnectorDriver) -> None:
         """Run, with no more faults, until every fed value has been handed over, or no data record has been handed
         over for a while (heartbeats may go on); then for one more commit interval."""
-        wanted = {g.canonical_value(f.value) for f in self.expected}
         flush = int(driver.worker.worker.config["offset.flush.interval.ms"])
         quiet = max(2_000, 3 * flush, 3 * int(driver.config.get("heartbeat.interval.ms", 0)))
-        handed: set[str] = set()
-        count, since = 0, driver.tap.now_ms()
-        while not wanted <= handed and driver.tap.now_ms() - since < quiet:
-            driver.advance(driver.tick_ms)
-            if len(driver.tap.sent) != count:
-                fresh = driver.tap.sent[count:]
-                count = len(driver.tap.sent)
-                handed |= {g.canonical_value(s.value) for s in fresh if not s.heartbeat}
-                if any(not s.heartbeat for s in fresh):
-                    since = driver.tap.now_ms()
+        self.hand_over(driver, self.expected, quiet)
         driver.advance(flush + 2 * driver.tick_ms)
 
     def feed_every_partition(self, driver: ConnectorDriver) -> None:
@@ -386,9 +376,10 @@ class SourceConformance(Conformance):
             partitions |= {s.partition_key for s in driver.tap.sent[start:] if not s.heartbeat}
 
     def hand_over(self, driver: ConnectorDriver, fed: Sequence[Fed], quiet_ms: int) -> None:
-        """Run tick by tick until the tasks have handed over every value of ``fed``, or no data record for
-        ``quiet_ms`` (a source that idles between polls needs more than a tick to take new records)."""
+        """Run tick by tick until the tasks have handed over every value of ``fed`` (some perhaps already), or no data
+        record for ``quiet_ms`` (a source that idles between polls needs more than a tick to take new records)."""
         wanted = {g.canonical_value(f.value) for f in fed}
+        wanted -= {g.canonical_value(s.value) for s in driver.tap.sent if not s.heartbeat}  # handed over already
         seen, since = len(driver.tap.sent), driver.tap.now_ms()
         while wanted and driver.tap.now_ms() - since < quiet_ms:
             driver.advance(driver.tick_ms)
