@@ -372,26 +372,16 @@ class Worker:
         worker_task.plugin_metrics = PluginMetrics(self._check_plugin_metric)
         return worker_task
 
-    def plugin_metric_owners(self) -> list[tuple[dict[str, str], PluginMetrics]]:
-        """The plugin metrics (KIP-877) of the connectors and tasks running on this worker, connectors first, each
-        with its ``/metrics`` labels: ``connector``, and ``task`` for a task's."""
-        found = [({"connector": c.name}, c.plugin_metrics) for c in list(self.connectors.values())]
-        found += [
-            ({"connector": t.id.connector, "task": str(t.id.task)}, t.plugin_metrics) for t in list(self.tasks.values())
-        ]
-        return found
-
     def _check_plugin_metric(self, name: str, kind: MetricKind) -> None:
         """Refuse a plugin metric ``name`` that a connector or task of this worker registered as another kind:
         they share one ``/metrics`` family per name (KIP-877's metrics differ by their tags only)."""
-        for labels, metrics in self.plugin_metric_owners():
+        owners: list[tuple[str, PluginMetrics]] = [
+            (f"connector {c.name}", c.plugin_metrics) for c in list(self.connectors.values())
+        ]
+        owners += [(f"task {t.id}", t.plugin_metrics) for t in list(self.tasks.values())]
+        for owner, metrics in owners:
             found = metrics.get(name)
             if found is not None and found.kind is not kind:
-                owner = (
-                    f"task {labels['connector']}-{labels['task']}"
-                    if "task" in labels
-                    else f"connector {labels['connector']}"
-                )
                 raise ValueError(
                     f"plugin metric {name} cannot be a {kind.value}: {owner} on this worker registered it as a "
                     f"{found.kind.value}, and one name has one kind on a worker's /metrics"

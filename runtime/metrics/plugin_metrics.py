@@ -12,17 +12,28 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import Metric
 
 from headwater.runtime.worker import Worker
-from headwater.sdk.metrics import Counter, Gauge, Histogram, PluginMetric
+from headwater.sdk.metrics import Counter, Gauge, Histogram, PluginMetric, PluginMetrics
 
 PREFIX = "headwater_connect_plugin_"
 """What every plugin metric's name starts with."""
+
+Owner = tuple[dict[str, str], PluginMetrics]
+
+
+def owners(worker: Worker) -> list[Owner]:
+    """The plugin metrics of ``worker``'s connectors and tasks, each with its labels, connectors first."""
+    found: list[Owner] = [({"connector": c.name}, c.plugin_metrics) for c in list(worker.connectors.values())]
+    found += [
+        ({"connector": t.id.connector, "task": str(t.id.task)}, t.plugin_metrics) for t in list(worker.tasks.values())
+    ]
+    return found
 
 
 def plugin_families(worker: Worker, failed: Callable[[str, dict[str, str], Exception], None]) -> Iterator[Metric]:
     """One family per plugin metric name on ``worker``; ``failed`` is told of a gauge whose ``read`` raised (its
     sample is left out) and of a name registered as two kinds at once (the later owner's samples are left out)."""
     families: dict[str, Metric] = {}
-    for labels, metrics in worker.plugin_metric_owners():
+    for labels, metrics in owners(worker):
         for name, metric in list(metrics.items()):
             family = families.get(name)
             if family is None:
