@@ -21,7 +21,7 @@ from typing import Any
 
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State
-from headwater.runtime.tasks.source import StoreOffsetReader
+from headwater.runtime.tasks.source_context import StoreOffsetReader
 from headwater.sdk.connector import Connector, SinkConnector
 from headwater.sdk.context import Clock, ConnectorContext
 from headwater.sdk.metrics import PluginMetrics

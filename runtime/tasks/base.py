@@ -23,7 +23,7 @@ from headwater.runtime.converters import (
 )
 from headwater.runtime.error_handling.all_skipped import AllSkipped
 from headwater.runtime.error_handling.tolerance import ErrorHandler
-from headwater.runtime.logs.context import LoggingContext, for_task
+from headwater.runtime.logs.context import CONNECTOR_CONTEXT, LoggingContext, for_task
 from headwater.runtime.plugins import plugin_manager
 from headwater.runtime.transforms.chain import TransformationChain
 from headwater.sdk.config import ConfigDef
@@ -73,6 +73,8 @@ class WorkerTask(ABC):
         self.config = config
         self.settings = settings
         self.clock = clock
+        self._log_prefix = for_task(id.connector, id.task).prefix
+        """Formatted once: a pass of the loop must not pay for it."""
         self.state = State.UNASSIGNED
         self.state_seconds: dict[State, float] = {}
         """Seconds spent in each state before the current one (:meth:`seconds_in_states` adds the current one)."""
@@ -93,6 +95,9 @@ class WorkerTask(ABC):
         self.errors = ErrorHandler(str(id), settings.errors, clock)
         """The task's ``errors.*`` handling and its counters."""
         self.all_skipped = AllSkipped(str(id))
+        self.tolerating = settings.errors.tolerate
+        """Whether failed records may be skipped (``errors.tolerance=all``): else :attr:`all_skipped` has nothing
+        to count, and the loops leave it alone."""
         """The alarm of a task that skips every record it sees, checked once per pass of its loop."""
         self.key_converter: Converter
         self.value_converter: Converter
@@ -109,7 +114,7 @@ class WorkerTask(ABC):
 
     def logging_context(self) -> LoggingContext:
         """``[name|task-N]`` for the lines logged while this task runs (Kafka Connect's ``LoggingContext.forTask``)."""
-        return for_task(self.id.connector, self.id.task)
+        return LoggingContext(self._log_prefix)
 
     def start(self) -> None:
         """Load converters, register hooks, initialize and start the connector's task."""
@@ -144,12 +149,17 @@ class WorkerTask(ABC):
         it down."""
         if self.state is State.FAILED or self._stopping:
             return False
+        if CONNECTOR_CONTEXT.get() == self._log_prefix:  # the task's thread runs every pass in its context already
+            return self._pass()
         with self.logging_context():
-            try:
-                return self.iteration()
-            except Exception as error:
-                self._fail(error)
-                return False
+            return self._pass()
+
+    def _pass(self) -> bool:
+        try:
+            return self.iteration()
+        except Exception as error:
+            self._fail(error)
+            return False
 
     def execute(self, idle_wait_ms: int = 5) -> None:
         """Run the task on the calling thread until :meth:`stop` is called, then shut it down. After a pass that

@@ -34,7 +34,8 @@ from headwater.runtime.config.exactly_once_support import CONNECTOR, INTERVAL_BO
 from headwater.runtime.logs.context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore, PartitionOffset
 from headwater.runtime.tasks.base import State, StateListener, TaskId
-from headwater.runtime.tasks.source import WorkerSourceTask, WorkerSourceTaskContext
+from headwater.runtime.tasks.source import WorkerSourceTask
+from headwater.runtime.tasks.source_context import WorkerSourceTaskContext
 from headwater.runtime.tasks.submitted import PartitionKey, partition_key
 from headwater.runtime.transport.base import ProducerFencedError, TransactionalProducer
 from headwater.sdk.context import Clock

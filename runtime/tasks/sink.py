@@ -129,7 +129,8 @@ class WorkerSinkTask(WorkerTask):
         if self.errant_failure is not None:
             raise self.errant_failure
         self.errors.poll()
-        self.all_skipped.check(self.records_put - self.errors.put_skipped, self.errors)
+        if self.tolerating:
+            self.all_skipped.check(self.records_put - self.errors.put_skipped, self.errors)
         if self._target_paused != self._paused_for_target:
             self._apply_target_state()
         now = self.clock.now_ms()

@@ -13,7 +13,6 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from time import perf_counter
-from typing import Any
 
 from headwater.runtime.clock import SystemClock
 from headwater.runtime.config.connector import TaskSettings
@@ -23,12 +22,12 @@ from headwater.runtime.error_handling.tolerance import Failure, Stage, StageFail
 from headwater.runtime.logs.context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, StateListener, TaskId, WorkerTask
-from headwater.runtime.tasks.submitted import Acks, PartitionKey, SubmittedBatch, SubmittedRecord, SubmittedRecords
+from headwater.runtime.tasks.source_context import StoreOffsetReader, WorkerSourceTaskContext
+from headwater.runtime.tasks.submitted import Acks, PartitionKey, Runs, SubmittedBatch, SubmittedRecords
 from headwater.runtime.tasks.timing import BatchTimes
 from headwater.runtime.transport.base import Producer, ProducerFencedError, QueueFullError, RawHeaders
-from headwater.sdk.context import Clock, OffsetStorageReader, SourceTaskContext
+from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConnectError, RetriableError
-from headwater.sdk.metrics import PluginMetrics
 from headwater.sdk.records import (
     Header,
     SourceBatch,
@@ -77,42 +76,6 @@ def keyed(heartbeat: SourceRecord) -> SourceRecord:
     return dataclasses.replace(heartbeat, key=dict(heartbeat.source_partition))
 
 
-class StoreOffsetReader(OffsetStorageReader):
-    """Reads one connector's committed offsets from the worker's offset store."""
-
-    def __init__(self, store: OffsetStore, connector: str) -> None:
-        self._store = store
-        self._connector = connector
-
-    def offsets(self, partitions: Sequence[SourcePartition]) -> list[tuple[SourcePartition, SourceOffset | None]]:
-        return [(p, o) for p, o in self._store.get(self._connector, list(partitions)) if p is not None]
-
-
-class WorkerSourceTaskContext(SourceTaskContext):
-    def __init__(
-        self,
-        config: Mapping[str, str],
-        clock: Clock,
-        reader: OffsetStorageReader,
-        parsed_config: Mapping[str, Any] | None = None,
-        metrics: PluginMetrics | None = None,
-    ) -> None:
-        self.config = config
-        self.clock = clock
-        self.offset_storage_reader = reader
-        self.parsed_config = dict(config) if parsed_config is None else parsed_config
-        if metrics is not None:
-            self.metrics = metrics
-        self.idle_until = 0
-        """The clock time before which the loop does not call ``poll`` (:meth:`idle`)."""
-
-    def idle(self, ms: int) -> None:
-        """Returns at once: the task loop skips ``poll`` until ``ms`` have passed (see the SDK's docstring)."""
-        if ms < 0:
-            raise ValueError(f"cannot idle for {ms} ms")
-        self.idle_until = self.clock.now_ms() + ms
-
-
 class WorkerSourceTask(WorkerTask):
     task: SourceTask
     context: WorkerSourceTaskContext
@@ -139,7 +102,6 @@ class WorkerSourceTask(WorkerTask):
         self.submitted = SubmittedRecords(self.acks)
         self._uncommitted: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
         self._to_send: Sequence[SourceRecord] | None = None
-        self._entries: list[SubmittedRecord] = []
         self._batch: SubmittedBatch | None = None
         """The :class:`SourceBatch` being sent as raw columns, tracked as one entry."""
         """The batch being sent, tracked in :attr:`submitted` as a whole before its first record is sent."""
@@ -189,7 +151,8 @@ class WorkerSourceTask(WorkerTask):
         self.producer.poll(0)
         if self.acks.error is not None:
             raise self.acks.error
-        self.all_skipped.check(self.acks.acked, self.errors)
+        if self.tolerating:
+            self.all_skipped.check(self.acks.acked, self.errors)
         now = self.clock.now_ms()
         if now >= self._next_commit:
             self.commit_offsets()
@@ -285,35 +248,50 @@ class WorkerSourceTask(WorkerTask):
             records = list(records)
         self._to_send = records
         self._batch = None
-        self._entries = self.submitted.submit_all(records)
 
     def _send(self, now: int) -> bool:
+        """Send the batch taken last from record :attr:`_next_index` on, each run of it (its consecutive records
+        of one source partition to one topic) tracked as one entry of :attr:`submitted`; under
+        ``errors.tolerance=all`` each record is a run of its own, so a tolerated failure names its own offset."""
         records = self._to_send
         assert records is not None
         start = self._next_index
         if self._batch is not None:
             return self._send_batch(records, self._batch, start)
+        submitted = self.submitted
+        runs = Runs(submitted, records, self.tolerating)
+        try:
+            return self._send_runs(records, start, now, runs)
+        finally:
+            runs.close()
+
+    def _send_runs(self, records: Sequence[SourceRecord], start: int, now: int, runs: Runs) -> bool:
         produce = self.producer.produce
-        entries = self._entries
         passthrough = self._passthrough
-        transforms = self.transforms
+        transforms = self.transforms or None  # an empty chain is falsy through a method: test it once, not per record
+        creation = self.topic_creation
+        one_each = runs.one_each
+        run = runs.run
         for index in range(start, len(records)):
-            record = records[index]
-            if transforms:
+            record = original = records[index]
+            if transforms is not None:
                 try:
                     transformed = transforms.apply(record)
                 except StageFailed as failed:
                     retry_at = self.errors.retry_or_fail(failed.failure, self._retry)
                     if retry_at is not None:
                         return self._stop_sending(index, start, retry_at)
-                    entries[index].acked = True
-                    continue
+                    transformed = None  # skipped, so its offset may be committed (Java does the same)
                 if transformed is None:  # dropped: its offset is committed, as Kafka Connect does
-                    entries[index].acked = True
+                    runs.skip(index, original)
+                    run = runs.run
                     continue
                 record = transformed
-                entries[index].topic = record.topic  # the topic written to is the active one (KIP-558)
             topic, key, value = record.topic, record.key, record.value
+            partition = original.source_partition
+            if one_each or topic != runs.topic or (partition is not runs.partition and partition != runs.partition):
+                # the topic written to is the active one, after the transforms (KIP-558)
+                run = runs.open(index, partition, topic)
             if (
                 passthrough
                 and not record.headers
@@ -328,13 +306,13 @@ class WorkerSourceTask(WorkerTask):
                     retry_at = self.errors.retry_or_fail(failed.failure, self._retry)
                     if retry_at is not None:
                         return self._stop_sending(index, start, retry_at)
-                    entries[index].acked = True  # skipped, so its offset may be committed (Java does the same)
+                    runs.skip(index, original)  # skipped, so its offset may be committed (Java does the same)
+                    run = runs.run
                     continue
-            creation = self.topic_creation
             if creation is not None and topic not in creation.known and not self._topic_ready(creation, topic):
                 return self._stop_sending(index, start, now + SEND_FAILED_BACKOFF_MS)
             try:
-                produce(topic, value, key, record.partition, record.timestamp, headers, None, entries[index])
+                produce(topic, value, key, record.partition, record.timestamp, headers, None, run.ack)
             except QueueFullError:
                 # back-pressure, not a failure: produce served delivery reports a while; go round and resend
                 self._next_index = index
@@ -347,10 +325,13 @@ class WorkerSourceTask(WorkerTask):
                 raise
             except ConnectError as error:  # the producer refuses the record for good (too large, say)
                 self.errors.failed(Failure(Stage.KAFKA_PRODUCE, class_name(self.producer), error, record))
-                entries[index].acked = True
+                runs.skip(index, original)
+                run = runs.run
+                continue
+            runs.end = index + 1
+        runs.close()
         self.records_sent += len(records) - start
         self._to_send = None
-        self._entries = []
         self._next_index = 0
         self._retry.succeeded()
         self._batch_sent()
@@ -380,7 +361,7 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent += index - start
         return index > start
 
-    def _delivery_failed(self, entry: SubmittedRecord | SubmittedBatch, reason: object) -> None:
+    def _delivery_failed(self, entry: SubmittedBatch, reason: object) -> None:
         """A tolerated delivery failure, told by :class:`Acks`."""
         partition = None if entry.key is None else dict(entry.key)  # type: ignore[call-overload]
         record = SourceRecord(partition, entry.offset, entry.topic, None)

@@ -1,8 +1,15 @@
 """Which source offsets are committable: per source partition, the contiguous prefix of acknowledged records.
 
-Like Kafka Connect's ``SubmittedRecords``: one FIFO per source partition; an unacknowledged record blocks later
-records of its own partition only. Records are submitted before they are sent; acknowledgements arrive through
+Like Kafka Connect's ``SubmittedRecords``: one FIFO per source partition; an unacknowledged entry blocks later
+entries of its own partition only. Records are tracked before their acknowledgements can arrive, which come through
 the producer's delivery callbacks on the task's thread.
+
+An entry is a *run*: consecutive records of one source partition sent to one topic (a whole
+:class:`~headwater.sdk.SourceBatch` is one). Its offset, its last record's, becomes committable once every record
+of it was acknowledged, so a run costs one object and one callback for all its records, and the per-record work of
+an acknowledgement is a decrement. A commit therefore never moves past a record still in flight, as in Kafka
+Connect, though it may stop at the start of a run that is partly acknowledged where Kafka Connect would commit part
+of it: never ahead, at most a poll's batch behind.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ class Acks:
         task: str,
         tolerate: bool,
         explain: Callable[[object, object], object] | None = None,
-        report: Callable[[SubmittedRecord | SubmittedBatch, object], None] | None = None,
+        report: Callable[[SubmittedBatch, object], None] | None = None,
     ) -> None:
         self.task = task
         self.tolerate = tolerate
@@ -56,7 +63,7 @@ class Acks:
         self.active_topics: set[str] = set()
         self.error: ConnectError | None = None
 
-    def failed(self, record: SubmittedRecord | SubmittedBatch, error: object, report: object = None) -> bool:
+    def failed(self, record: SubmittedBatch, error: object, report: object = None) -> bool:
         """A record's send failed; return whether that is tolerated (the record then counts as acknowledged)."""
         reason = error if self.explain is None else self.explain(error, report)
         if self.tolerate:
@@ -70,35 +77,15 @@ class Acks:
         return False
 
 
-class SubmittedRecord:
-    """One record handed to the producer, and the producer's :class:`~headwater.runtime.transport.Acknowledgement`
-    for it: ``acked`` turns true when the broker acknowledged it (or it was dropped under ``errors.tolerance=all``)."""
-
-    __slots__ = ("acked", "acks", "key", "offset", "topic")
-
-    def __init__(self, key: PartitionKey, offset: SourceOffset | None, topic: str, acks: Acks) -> None:
-        self.key = key
-        self.offset = offset
-        self.topic = topic
-        self.acks = acks
-        self.acked = False
-
-    def __call__(self, error: object, report: object, /) -> None:
-        acks = self.acks
-        if error is None:
-            self.acked = True
-            acks.acked += 1
-            if self.topic not in acks.active_topics:
-                acks.active_topics.add(self.topic)
-        elif acks.failed(self, error, report):
-            self.acked = True
-
-
 class SubmittedBatch:
-    """A :class:`~headwater.sdk.SourceBatch` handed to the producer as a whole: its :meth:`ack` is every record's
-    delivery callback, and it counts as acknowledged (so its last offset committable) once all of them were. The
-    task's acknowledged count and active topics are updated when the whole batch is, to keep the per-record
-    callback to a decrement."""
+    """A run of records tracked as one entry (see the module docstring): its :meth:`ack` is every record's delivery
+    callback, and it counts as acknowledged (so its last offset committable) once all of them were. The task's
+    acknowledged count and active topics are updated when the whole run is, to keep the per-record callback to a
+    decrement.
+
+    A run is made empty by :meth:`SubmittedRecords.open_run`, its records are sent with :meth:`ack` as their
+    callback, and :meth:`SubmittedRecords.close_run` counts them in and queues it; an acknowledgement that comes
+    before that (a producer serving callbacks while its queue is full) only takes :attr:`remaining` below zero."""
 
     __slots__ = ("acks", "dropped", "key", "offset", "remaining", "size", "topic")
 
@@ -114,6 +101,16 @@ class SubmittedBatch:
     @property
     def acked(self) -> bool:
         return self.remaining <= 0
+
+    def add(self, records: int, dropped: int, offset: SourceOffset | None) -> None:
+        """``records`` more sent or skipped, ``dropped`` of them skipped (never to be stored); the last one's
+        offset is ``offset``."""
+        self.offset = offset
+        self.size += records
+        self.dropped += dropped
+        self.remaining += records - dropped
+        if self.remaining <= 0:
+            self._complete()
 
     def ack(self, error: object, report: object, /) -> None:
         """One record's delivery report (an :class:`~headwater.runtime.transport.Acknowledgement`)."""
@@ -139,42 +136,38 @@ class SubmittedBatch:
             acks.active_topics.add(self.topic)
 
 
-Submitted = SubmittedRecord | SubmittedBatch
-
-
 class SubmittedRecords:
     def __init__(self, acks: Acks) -> None:
         self.acks = acks
-        self._pending: dict[PartitionKey, deque[Submitted]] = {}
+        self._pending: dict[PartitionKey, deque[SubmittedBatch]] = {}
         self._partitions: dict[PartitionKey, SourcePartition | None] = {}
         self._last_partition: Any = object()
         self._last_key: PartitionKey = None
-        self._last_queue: deque[Submitted] = deque()
+        self._last_queue: deque[SubmittedBatch] = deque()
         self.latest: dict[PartitionKey, SourceOffset | None] = {}
         """The newest offset submitted per source partition, acknowledged or not."""
 
-    def submit(self, partition: SourcePartition | None, offset: SourceOffset | None, topic: str) -> SubmittedRecord:
-        """Track one record for ``topic``, before it is sent."""
-        queue = self._last_queue if partition is self._last_partition else self._queue(partition)
-        record = SubmittedRecord(self._last_key, offset, topic, self.acks)
-        queue.append(record)
-        self.latest[self._last_key] = offset
-        return record
+    def open_run(self, partition: SourcePartition | None, topic: str) -> SubmittedBatch:
+        """An empty run of ``partition``'s records to ``topic``, to be sent with its :meth:`~SubmittedBatch.ack` as
+        their callback and then given to :meth:`close_run`."""
+        if partition is not self._last_partition:
+            self._queue(partition)
+        return SubmittedBatch(self._last_key, None, topic, 0, self.acks)
 
-    def submit_all(self, records: Sequence[SourceRecord]) -> list[SubmittedRecord]:
-        """Track a batch of records before any of it is sent: :meth:`submit` for each, in one pass."""
-        acks, latest = self.acks, self.latest
-        out: list[SubmittedRecord] = []
-        append = out.append
-        for record in records:
-            partition = record.source_partition
-            queue = self._last_queue if partition is self._last_partition else self._queue(partition)
-            key, offset = self._last_key, record.source_offset
-            entry = SubmittedRecord(key, offset, record.topic, acks)
-            queue.append(entry)
-            latest[key] = offset
-            append(entry)
-        return out
+    def close_run(self, run: SubmittedBatch, records: int, dropped: int, offset: SourceOffset | None) -> None:
+        """Count ``records`` into ``run`` (``dropped`` of them skipped, the last with ``offset``) and queue it
+        behind the earlier entries of its partition; a run of no records is forgotten."""
+        if not records:
+            return
+        run.add(records, dropped, offset)
+        self._pending[run.key].append(run)
+        self.latest[run.key] = offset
+
+    def submit(self, partition: SourcePartition | None, offset: SourceOffset | None, topic: str) -> SubmittedBatch:
+        """Track one record for ``topic`` as a run of its own, before it is sent."""
+        run = self.open_run(partition, topic)
+        self.close_run(run, 1, 0, offset)
+        return run
 
     def submit_batch(self, batch: SourceBatch) -> SubmittedBatch:
         """Track a whole non-empty batch, before any of it is sent."""
@@ -188,7 +181,7 @@ class SubmittedRecords:
         self.latest[self._last_key] = offset
         return entry
 
-    def _queue(self, partition: SourcePartition | None) -> deque[Submitted]:
+    def _queue(self, partition: SourcePartition | None) -> deque[SubmittedBatch]:
         """The queue of ``partition``, made the last one used."""
         key = partition_key(partition)
         queue = self._pending.get(key)
@@ -202,7 +195,7 @@ class SubmittedRecords:
         """Pop the acknowledged head of every partition's queue; return the last popped offset per partition."""
         found: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
         for key, queue in self._pending.items():
-            last: Submitted | None = None
+            last: SubmittedBatch | None = None
             while queue and queue[0].acked:
                 last = queue.popleft()
             if last is not None:
@@ -212,12 +205,8 @@ class SubmittedRecords:
     def in_flight(self) -> int:
         """Records submitted and not yet acknowledged. Safe to call from another thread than the task's (the
         metrics collector does): it walks copies of the queues, each taken in one step."""
-        return sum(
-            (entry.remaining if isinstance(entry, SubmittedBatch) else 1)
-            for queue in list(self._pending.values())
-            for entry in list(queue)
-            if not entry.acked
-        )
+        queues = list(self._pending.values())
+        return sum(entry.remaining for queue in queues for entry in list(queue) if not entry.acked)
 
     def partition(self, key: PartitionKey) -> SourcePartition | None:
         return self._partitions[key]
@@ -225,3 +214,48 @@ class SubmittedRecords:
     def __repr__(self) -> str:
         sizes = {str(self._partitions[k]): len(q) for k, q in self._pending.items() if q}
         return f"SubmittedRecords(pending={sizes})"
+
+
+class Runs:
+    """The runs of one batch's send by a source task's loop (see the module docstring): the open one, records
+    ``begin`` to ``end`` of the batch so far, ``dropped`` of them skipped. Kept apart from the loop's locals so that
+    every way out of the loop closes it."""
+
+    __slots__ = ("begin", "dropped", "end", "one_each", "partition", "records", "run", "submitted", "topic")
+
+    def __init__(self, submitted: SubmittedRecords, records: Sequence[SourceRecord], one_each: bool) -> None:
+        self.submitted = submitted
+        self.records = records
+        self.one_each = one_each
+        """Whether each record is a run of its own."""
+        self.run: Any = None
+        self.partition: Any = _NO_PARTITION
+        self.topic: str | None = None
+        self.begin = self.end = self.dropped = 0
+
+    def open(self, index: int, partition: SourcePartition | None, topic: str) -> SubmittedBatch:
+        """Close the open run and open one of ``partition``'s records to ``topic``, from record ``index`` on."""
+        self.close()
+        self.run = run = self.submitted.open_run(partition, topic)
+        self.partition, self.topic = partition, topic
+        self.begin = self.end = index
+        self.dropped = 0
+        return run
+
+    def skip(self, index: int, record: SourceRecord) -> None:
+        """Record ``index`` will never be stored; its offset is committed with its run's."""
+        partition = record.source_partition
+        if self.run is None or self.one_each or (partition is not self.partition and partition != self.partition):
+            self.open(index, partition, record.topic)
+        self.dropped += 1
+        self.end = index + 1
+
+    def close(self) -> None:
+        run, self.run = self.run, None
+        if run is not None and self.end > self.begin:
+            offset = self.records[self.end - 1].source_offset
+            self.submitted.close_run(run, self.end - self.begin, self.dropped, offset)
+
+
+_NO_PARTITION = object()
+"""No run is open: unlike every source partition, ``None`` included."""

@@ -3,7 +3,7 @@
 import pytest
 
 from headwater.runtime.tasks.submitted import Acks, SubmittedRecords, partition_key
-from headwater.sdk.records import SourceBatch, SourceRecord
+from headwater.sdk.records import SourceBatch
 
 A = {"table": "a"}
 B = {"table": "b"}
@@ -13,7 +13,7 @@ def test_single_ack_is_committable() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
     first = records.submit(A, {"id": 1}, "t")
     assert records.committable() == {}
-    first.acked = True
+    first.ack(None, None)
     assert records.committable() == {partition_key(A): (A, {"id": 1})}
     assert records.committable() == {}, "popped records are not reported twice"
 
@@ -22,10 +22,10 @@ def test_unacked_record_blocks_later_records_of_its_partition_only() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
     a1, a2 = records.submit(A, {"id": 1}, "t"), records.submit(A, {"id": 2}, "t")
     b1 = records.submit(B, {"id": 10}, "t")
-    a2.acked = True
-    b1.acked = True
+    a2.ack(None, None)
+    b1.ack(None, None)
     assert records.committable() == {partition_key(B): (B, {"id": 10})}
-    a1.acked = True
+    a1.ack(None, None)
     assert records.committable() == {partition_key(A): (A, {"id": 2})}
 
 
@@ -33,31 +33,61 @@ def test_equal_partitions_in_any_key_order_share_a_queue() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
     first = records.submit({"db": "x", "table": "t"}, {"id": 1}, "t")
     second = records.submit({"table": "t", "db": "x"}, {"id": 2}, "t")
-    second.acked = True
+    second.ack(None, None)
     assert records.committable() == {}
-    first.acked = True
+    first.ack(None, None)
     assert list(records.committable().values()) == [({"db": "x", "table": "t"}, {"id": 2})]
 
 
-def test_submit_all_tracks_a_batch_in_order_across_partitions() -> None:
-    records = SubmittedRecords(Acks("t-0", tolerate=False))
-    batch = [
-        SourceRecord(A, {"id": 1}, "t", b""),
-        SourceRecord(B, {"id": 9}, "t", b""),
-        SourceRecord(A, {"id": 2}, "t", b""),
-    ]
-    a1, b1, a2 = records.submit_all(batch)
-    a2.acked = b1.acked = True
-    assert records.committable() == {partition_key(B): (B, {"id": 9})}
-    assert records.latest == {partition_key(A): {"id": 2}, partition_key(B): {"id": 9}}
-    a1.acked = True
+def test_runs_are_committable_once_every_record_of_them_is_acked_in_order_across_partitions() -> None:
+    acks = Acks("t-0", tolerate=False)
+    records = SubmittedRecords(acks)
+    a_first = records.open_run(A, "t")
+    b_run = records.open_run(B, "t")
+    a_next = records.open_run(A, "t")
+    for run, size, last in ((a_first, 2, 2), (b_run, 1, 9), (a_next, 1, 3)):
+        records.close_run(run, size, 0, {"id": last})
+    a_next.ack(None, None)
+    b_run.ack(None, None)
+    a_first.ack(None, None)
+    assert records.committable() == {partition_key(B): (B, {"id": 9})}, "one of a_first's two records is in flight"
+    assert records.latest == {partition_key(A): {"id": 3}, partition_key(B): {"id": 9}}
+    assert records.in_flight() == 1
+    a_first.ack(None, None)
+    assert records.committable() == {partition_key(A): (A, {"id": 3})}
+    assert acks.acked == 4
+
+
+def test_a_run_acked_before_it_is_closed_counts_once_when_closed() -> None:
+    """A producer may serve delivery reports while the run is still being sent (its queue full): those acks come
+    before the run knows its size."""
+    acks = Acks("t-0", tolerate=False)
+    records = SubmittedRecords(acks)
+    run = records.open_run(A, "t")
+    run.ack(None, None)
+    run.ack(None, None)
+    assert (run.acked, acks.acked) == (True, 0), "not counted before it is closed"
+    records.close_run(run, 3, 0, {"id": 3})
+    assert records.committable() == {}, "the third record is in flight"
+    run.ack(None, None)
+    assert records.committable() == {partition_key(A): (A, {"id": 3})}
+    assert (acks.acked, acks.active_topics) == (3, {"t"})
+
+
+def test_a_run_of_only_skipped_records_is_committable_at_once_and_an_empty_one_is_forgotten() -> None:
+    acks = Acks("t-0", tolerate=True)
+    records = SubmittedRecords(acks)
+    skipped = records.open_run(A, "t")
+    records.close_run(skipped, 2, 2, {"id": 2})
+    records.close_run(records.open_run(B, "t"), 0, 0, None)
     assert records.committable() == {partition_key(A): (A, {"id": 2})}
+    assert (acks.acked, acks.active_topics, records.latest) == (0, set(), {partition_key(A): {"id": 2}})
 
 
 def test_null_partition_and_offset_are_allowed() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
     record = records.submit(None, None, "t")
-    record.acked = True
+    record.ack(None, None)
     assert records.committable() == {None: (None, None)}
 
 
@@ -65,7 +95,7 @@ def test_in_flight_and_latest() -> None:
     records = SubmittedRecords(Acks("t-0", tolerate=False))
     first = records.submit(A, {"id": 1}, "t")
     records.submit(A, {"id": 2}, "t")
-    first.acked = True
+    first.ack(None, None)
     assert records.in_flight() == 1
     assert records.latest == {partition_key(A): {"id": 2}}
 
@@ -79,8 +109,8 @@ def test_delivery_callback_acks_counts_and_tracks_topics() -> None:
     acks = Acks("t-0", tolerate=False)
     records = SubmittedRecords(acks)
     first, second = records.submit(A, {"id": 1}, "t"), records.submit(A, {"id": 2}, "t")
-    first(None, None)
-    second(RuntimeError("broker down"), None)
+    first.ack(None, None)
+    second.ack(RuntimeError("broker down"), None)
     assert (first.acked, second.acked, acks.acked) == (True, False, 1)
     assert acks.error is not None and "broker down" in str(acks.error)
     assert records.committable() == {partition_key(A): (A, {"id": 1})}
@@ -90,7 +120,7 @@ def test_tolerated_delivery_failure_counts_as_done_but_not_acked() -> None:
     acks = Acks("t-0", tolerate=True)
     records = SubmittedRecords(acks)
     record = records.submit(A, {"id": 1}, "t")
-    record(RuntimeError("too large"), None)
+    record.ack(RuntimeError("too large"), None)
     assert (record.acked, acks.acked, acks.error) == (True, 0, None)
 
 
@@ -123,7 +153,7 @@ def test_an_unacked_batch_blocks_later_entries_of_its_partition_only() -> None:
     first = records.submit_batch(batch(0, 2))
     single = records.submit(A, {"id": 2}, "t")
     other = records.submit_batch(batch(0, 1, B))
-    single.acked = True
+    single.ack(None, None)
     other.ack(None, None)
     assert records.committable() == {partition_key(B): (B, {"id": 0})}
     first.ack(None, None)
