@@ -97,12 +97,15 @@ def test_non_retriable_synchronous_send_error_fails_the_task(make_simulated_work
 
 def test_tolerated_send_failure_is_acknowledged_and_its_offset_moves(make_simulated_worker: Make) -> None:
     worker = make_simulated_worker(FAST)
-    start_source(worker, **{"max.messages": 2, "errors.tolerance": "all"})
+    start_source(worker, **{"max.messages": 2, "messages.per.poll": 2, "errors.tolerance": "all"})
     worker.broker.fail_next_deliveries(1)
     worker.advance(1000)
     assert worker.task_state("src") is State.RUNNING
     assert [v["seq"] for v in worker.values("data")] == [1]
     worker.assert_source_offset("src", P0, {"saved": 1})
+    failure = worker.source_task("src").errors.last_failure
+    assert failure is not None and failure.record is not None
+    assert failure.record.source_offset == {"saved": 0}, "the failure names the record that failed, not its batch"
 
 
 def test_poll_without_records_commits_nothing(make_simulated_worker: Make) -> None:
