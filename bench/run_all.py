@@ -229,6 +229,9 @@ def run_bench(
         except subprocess.TimeoutExpired:
             code = None
             _stop(child)
+        except KeyboardInterrupt:  # its own session does not get the terminal's ^C
+            _stop(child)
+            raise
         reader.join(30)  # the end of its output: a process it left behind may hold the pipe open
         wall = time.monotonic() - started
         stderr.seek(0)

@@ -13,6 +13,7 @@ from types import ModuleType
 import pytest
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+DOCS_PAGE = BENCH_DIR.parent / "docs" / "performance.md"
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +171,10 @@ def test_an_unknown_bench_is_refused(runner: ModuleType, capsys: pytest.CaptureF
     with pytest.raises(SystemExit) as raised:
         runner.main(["--only", "core_loop"])
     assert raised.value.code == 2 and "no bench core_loop" in capsys.readouterr().err
+
+
+def test_the_docs_tables_name_the_runners_benches_and_ratios(runner: ModuleType) -> None:
+    recorded = runner.previous_values(DOCS_PAGE.read_text())
+    assert ("kafka_pipeline", "source_ratio") in recorded, "the page keeps its results mark and tables"
+    known = {(bench.name, ratio) for bench in runner.BENCHES for ratio in bench.ratios}
+    assert set(recorded) <= known, f"ratios the runner no longer reads: {sorted(set(recorded) - known)}"
