@@ -129,7 +129,7 @@ BENCHES = (
     ),
     Bench(
         "exactly_once",
-        ("--records", "200000", "--repeat", "5"),
+        (),
         {"ratio_batch1000": at_least(0.8), "ratio_batch5000": at_least(0.95)},
         {"kafka": "--bootstrap-servers"},
     ),
