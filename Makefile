@@ -42,8 +42,12 @@ docs: $(STAMP)
 
 test: lint typecheck docs pytest
 
+# not part of `make test` (about 15 minutes on 2 cores): every bench of bench/ with the settings of bench/run_all.py,
+# one table of ratios against their goals (docs/performance.md); `make bench BENCH_ARGS=--write-docs` adds the table
+# to that page, `BENCH_ARGS="--only core_loops,transforms"` runs some
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python bench/core_loops.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 # not part of `make test` (about half an hour on 2 cores): the conformance suite and the connectors' own tests
 # against generated mutants of the JDBC-CDC source's and the Spark sink's offset and commit code (tools/mutants.py,
