@@ -114,6 +114,8 @@ class WorkerSinkTask(WorkerTask):
         self.task.initialize(self.context)
 
     def on_started(self) -> None:
+        self._renames = bool(self.transforms)
+        """Whether transforms may rename a record's topic: then the topics put are read off the records."""
         self.conversion = SinkConversion(
             self.key_converter, self.value_converter, self.header_converter, self.errors, self.transforms
         )
@@ -232,7 +234,7 @@ class WorkerSinkTask(WorkerTask):
             # next offsets to commit (Java's currentOffsets), with no walk over the records.
             current = self.current_offsets
             active = self.active_topics
-            renames = bool(self.transforms)
+            renames = self._renames
             for tp, position in self.consumer.positions().items():
                 if current.get(tp) != position:
                     current[tp] = position

@@ -76,7 +76,7 @@ class SinkConversion:
         """``records`` followed by ``messages`` converted (those that failed and were tolerated left out)."""
         if self._as_they_are or (self._as_they_are_without_headers and not any(map(_HEADERS, messages))):
             # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
-            return Converted(messages if not records else [*records, *messages], (), None)
+            return Converted(joined(records, messages), (), None)
         transforms = self.transforms
         key_converter, value_converter = self.key_converter, self.value_converter
         to_key, to_value = key_converter.to_connect, value_converter.to_connect
