@@ -44,7 +44,12 @@ Run it with::
 
     python bench/spark_sink.py [--records N] [--record-bytes B] [--partitions P] [--flush-records F]
         [--repeat R] [--bootstrap-servers HOST:PORT] [--sides headwater,structured-streaming,pyarrow]
-        [--master URL | --cluster [--cores C] [--worker-memory M]]
+        [--master URL | --cluster [--cores C] [--worker-memory M]] [--profile DIR [--profile-lines L]]
+
+``--profile DIR`` runs the Headwater side instead in ``kafka_pipeline.py``'s ``profiled-worker`` (the standalone
+worker's objects, the task stepped on the main thread under cProfile) with ``write.background=false``, so that the
+writes run on that thread too, and prints where its time went, SparkSession start-up included (its ratios are not
+meaningful).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ import contextlib
 import datetime as dt
 import io
 import json
+import logging
 import os
 import re
 import sys
@@ -74,6 +80,8 @@ from kafka_pipeline import (
     Child,
     Inspector,
     Run,
+    print_profile,
+    profiled_worker,
     scratch,
     write_properties,
 )
@@ -273,6 +281,7 @@ class SparkSinkBench:
         self.inspector = Inspector(bootstrap_servers)
         self.run_id = uuid.uuid4().hex[:8]
         self.topic = f"bench-{self.run_id}-json"
+        self.profiles: list[Path] = []
 
     def prepare(self) -> None:
         self.inspector.create_topic(self.topic, self.args.partitions)
@@ -305,9 +314,15 @@ class SparkSinkBench:
                 "flush.max.bytes": 1 << 40,
                 "flush.interval.ms": 1000,
                 **self.spark_conf,
+                **({"write.background": "false"} if self.args.profile else {}),
             },
         )
         command = [sys.executable, "-m", "headwater.runtime.commands.cli", "standalone", str(worker), str(connector)]
+        if self.args.profile:
+            profile = Path(self.args.profile) / f"{name}.prof"
+            self.profiles.append(profile)
+            command = [sys.executable, __file__, "profiled-worker", str(worker), str(connector)]
+            command += ["--profile", str(profile)]
         child = Child(name, command, self.directory)
         manifests = out / "_headwater" / "manifests"
         deadline = time.monotonic() + self.args.timeout
@@ -383,6 +398,12 @@ class SparkSinkBench:
 
 def child_main(command: str, argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog=f"spark_sink.py {command}")
+    if command == "profiled-worker":  # kafka_pipeline's, logging as the CLI does (the bench reads when it opened)
+        parser.add_argument("worker_properties")
+        parser.add_argument("connector_properties", nargs="+")
+        parser.add_argument("--profile", required=True)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return profiled_worker(parser.parse_args(argv))
     for option in ("--bootstrap-servers", "--topic", "--out"):
         parser.add_argument(option, required=True)
     parser.add_argument("--records", type=int, required=True)
@@ -397,7 +418,7 @@ def child_main(command: str, argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in SIDES[1:]:
+    if argv and argv[0] in (*SIDES[1:], "profiled-worker"):
         return child_main(argv[0], argv[1:])
     from headwater.reference_connectors.spark_sink import SPARK_DEFAULTS
 
@@ -425,7 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900, help="Seconds one run may take.")
     parser.add_argument("--keep", metavar="DIR", help="Keep properties, logs and tables in DIR.")
     parser.add_argument("--keep-topics", action="store_true")
+    parser.add_argument("--profile", metavar="DIR", help="Profile the Headwater side into DIR (see above).")
+    parser.add_argument("--profile-lines", type=int, default=40)
     args = parser.parse_args(argv)
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
     sides = [side.strip() for side in args.sides.split(",") if side.strip()]
     if not sides or sides[0] != "headwater" or any(side not in SIDES for side in sides):
         parser.error(f"--sides must start with headwater and name only {', '.join(SIDES)}")
@@ -449,6 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs = bench.run(sides)
             finally:
                 bench.close()
+            for profile in bench.profiles:
+                print_profile(profile, args.profile_lines)
     finally:
         cluster.stop()
 

@@ -26,13 +26,15 @@ class HadoopFiles:
         jvm = session._jvm
         assert jvm is not None
         self.jvm = jvm
-        root_path = jvm.org.apache.hadoop.fs.Path(root)
+        self._path = jvm.org.apache.hadoop.fs.Path
+        """Hadoop's ``Path`` class, looked up once: each step of ``jvm.org.apache...`` is a call to the JVM."""
+        root_path = self._path(root)
         self.fs: Any = root_path.getFileSystem(session._jsc.hadoopConfiguration())
         self.root = str(self.fs.makeQualified(root_path).toString())
         """``root`` made absolute, with its file system's scheme and authority (``orders`` -> ``file:/cwd/orders``)."""
 
     def path(self, path: str) -> Any:
-        return self.jvm.org.apache.hadoop.fs.Path(path)
+        return self._path(path)
 
     def exists(self, path: str) -> bool:
         return bool(self.fs.exists(self.path(path)))

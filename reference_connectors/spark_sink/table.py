@@ -70,8 +70,9 @@ class SinkTable(ABC):
     def dataframe(self, table: pa.Table) -> DataFrame:
         """A DataFrame of ``table``'s Arrow batches, in at most ``max_files`` Spark partitions."""
         frame = self.session.createDataFrame(table)
-        files = self.max_files or self.session.sparkContext.defaultParallelism
-        return frame.coalesce(max(files, 1))
+        if not self.max_files:  # asked of the JVM once: a session's default parallelism is fixed when it starts
+            self.max_files = self.session.sparkContext.defaultParallelism
+        return frame.coalesce(max(self.max_files, 1))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r}, app_id={self.app_id!r})"

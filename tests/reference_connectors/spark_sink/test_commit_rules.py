@@ -102,6 +102,14 @@ def test_runs_of_two_topics_with_the_same_partition_number_are_buffered_apart() 
     assert {tp: part.offsets for tp, part in buffer.partitions.items()} == {T0: [0, 1, 2], U0: [7, 8]}
 
 
+def test_values_that_are_no_bytes_are_buffered_and_counted_as_their_json_text() -> None:
+    buffer = RecordBuffer()
+    given = [(b"k", b'{"id":0}'), ("ab", '{"id":1}'), (None, {"id": 2}), (b"k", None)]  # a tombstone counts nothing
+    buffer.add([SinkRecord("t", 0, n, key, value) for n, (key, value) in enumerate(given)], now_ms=0)
+    assert buffer.partitions[T0].values == [b'{"id":0}', b'{"id":1}', b'{"id":2}', None]
+    assert (buffer.records, buffer.bytes) == (4, 1 + 8 + 2 + 8 + 8 + 1)
+
+
 def test_dropping_partitions_keeps_the_counts_and_the_age_of_what_is_left() -> None:
     buffer = RecordBuffer()
     dropped = [SinkRecord("t", 0, 0, 5, b'{"id": 0}')]  # a key that is no bytes counts 8
