@@ -119,7 +119,7 @@ class Retry:
         self._clock = clock
         self._counters = counters
         self._first_failure: int | None = None
-        self._attempts = 0
+        self.attempts = 0
 
     @property
     def enabled(self) -> bool:
@@ -142,14 +142,14 @@ class Retry:
             return None  # counted by ErrorHandler.failed, which handles it from here
         self._counters.record_failures += 1
         self._counters.last_error_ms = now
-        delay = min(RETRY_DELAY_MIN_MS << min(self._attempts, 30), self._settings.retry_delay_max_ms)
-        self._attempts += 1
+        delay = min(RETRY_DELAY_MIN_MS << min(self.attempts, 30), self._settings.retry_delay_max_ms)
+        self.attempts += 1
         self._counters.retries += 1
         return now + delay if deadline is None else min(now + delay, deadline)
 
     def succeeded(self) -> None:
         self._first_failure = None
-        self._attempts = 0
+        self.attempts = 0
 
 
 def _done() -> Future[None]:

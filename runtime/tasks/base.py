@@ -149,12 +149,9 @@ class WorkerTask(ABC):
         it down."""
         if self.state is State.FAILED or self._stopping:
             return False
-        if CONNECTOR_CONTEXT.get() == self._log_prefix:  # the task's thread runs every pass in its context already
-            return self._pass()
-        with self.logging_context():
-            return self._pass()
-
-    def _pass(self) -> bool:
+        if CONNECTOR_CONTEXT.get() != self._log_prefix:  # the task's own thread runs every pass in it already
+            with self.logging_context():
+                return self.step()
         try:
             return self.iteration()
         except Exception as error:

@@ -130,7 +130,8 @@ class WorkerSinkTask(WorkerTask):
     def iteration(self) -> bool:
         if self.errant_failure is not None:
             raise self.errant_failure
-        self.errors.poll()
+        if self.errors.dead_letters is not None:
+            self.errors.poll()
         if self.tolerating:
             self.all_skipped.check(self.records_put - self.errors.put_skipped, self.errors)
         if self._target_paused != self._paused_for_target:
@@ -179,7 +180,10 @@ class WorkerSinkTask(WorkerTask):
         if messages:
             self.records_read += len(messages)
             self._raw = joined(self._raw, messages)
-            self._convert(messages)
+            if self.conversion.as_they_are:
+                self._records = joined(self._records, messages)
+            else:
+                self._convert(messages)
         if self._unconverted:
             return False
         return self._deliver()
@@ -227,7 +231,8 @@ class WorkerSinkTask(WorkerTask):
                 )
                 self._wait_for_retry(at)
                 return False
-        self._put_retry.succeeded()
+        if self._put_retry.attempts:
+            self._put_retry.succeeded()
         raw, self._raw, self._records = self._raw, (), ()
         if raw:
             # Every record the consumer returned has now been put, so the consumer's positions are exactly the

@@ -59,8 +59,9 @@ class SinkConversion:
         self._retry = errors.retry()
         self._passthrough = passes_bytes_through(key_converter) and passes_bytes_through(value_converter)
         self._passthrough_headers = self._passthrough and passes_bytes_through(header_converter)
-        self._as_they_are = not self.transforms and self._passthrough_headers
-        """Whether every record is handed on as the transport made it (tested once, not per batch)."""
+        self.as_they_are = not self.transforms and self._passthrough_headers
+        """Whether every record is handed on as the transport made it (tested once, not per batch): the loop then
+        need not call :meth:`convert`."""
         self._as_they_are_without_headers = not self.transforms and self._passthrough
         """Whether records without headers are."""
         self._unshared = makes_unshared_values(key_converter) and makes_unshared_values(value_converter)
@@ -74,7 +75,7 @@ class SinkConversion:
 
     def convert(self, records: Sequence[SinkRecord], messages: Sequence[Message]) -> Converted:
         """``records`` followed by ``messages`` converted (those that failed and were tolerated left out)."""
-        if self._as_they_are or (self._as_they_are_without_headers and not any(map(_HEADERS, messages))):
+        if self.as_they_are or (self._as_they_are_without_headers and not any(map(_HEADERS, messages))):
             # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
             return Converted(joined(records, messages), (), None)
         transforms = self.transforms
