@@ -100,14 +100,15 @@ def drive(task: WorkerTask, clock: VirtualClock, done: Callable[[], bool]) -> tu
     seconds all of it took and the seconds ``start`` took, timed like :func:`timed`."""
     gc.collect()
     begin = time.perf_counter()
-    task.start()
-    started = time.perf_counter()
-    while not done():
-        clock.advance(TICK_MS)
-        if not task.step() and task.state is State.FAILED:
-            raise RuntimeError(f"{task!r} failed") from task.failure
-    task.stop()
-    task.shutdown()
+    with task.logging_context():  # as the task's thread runs (WorkerTask.execute): every pass in its log context
+        task.start()
+        started = time.perf_counter()
+        while not done():
+            clock.advance(TICK_MS)
+            if not task.step() and task.state is State.FAILED:
+                raise RuntimeError(f"{task!r} failed") from task.failure
+        task.stop()
+        task.shutdown()
     return time.perf_counter() - begin, started - begin
 
 
