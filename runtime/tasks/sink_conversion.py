@@ -16,7 +16,15 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from headwater.runtime.converters import Converter, HeaderConverter, makes_unshared_values, passes_bytes_through
-from headwater.runtime.error_handling.tolerance import ErrorHandler, Failure, Stage, StageFailed, class_name
+from headwater.runtime.error_handling.tolerance import (
+    HEADER_CONVERTER,
+    KEY_CONVERTER,
+    VALUE_CONVERTER,
+    ErrorHandler,
+    Failure,
+    StageFailed,
+    class_name,
+)
 from headwater.runtime.transforms.chain import TransformationChain
 from headwater.runtime.transforms.records import ConvertedRecord
 from headwater.runtime.transport.base import Message
@@ -86,18 +94,18 @@ class SinkConversion:
         converted = list(records)
         for index, message in enumerate(messages):
             topic = message.topic
-            stage, converter = Stage.KEY_CONVERTER, key_converter
+            stage, converter = KEY_CONVERTER, key_converter
             try:
                 if key_data is None:
                     key = to_key(topic, message.key)
                 else:
                     key_schema, key = key_data(topic, message.key)
-                stage, converter = Stage.VALUE_CONVERTER, value_converter
+                stage, converter = VALUE_CONVERTER, value_converter
                 if value_data is None:
                     value = to_value(topic, message.value)
                 else:
                     value_schema, value = value_data(topic, message.value)
-                stage, converter = Stage.HEADER_CONVERTER, self.header_converter  # type: ignore[assignment]
+                stage, converter = HEADER_CONVERTER, self.header_converter  # type: ignore[assignment]
                 headers = self.headers(message) if message.headers else ()
             except Exception as error:
                 failure = Failure(stage, class_name(converter), error, message)

@@ -18,7 +18,15 @@ from headwater.runtime.clock import SystemClock
 from headwater.runtime.config.connector import TaskSettings
 from headwater.runtime.config.topic_creation import TopicCreation
 from headwater.runtime.converters import passes_bytes_through, sends_header_bytes_through
-from headwater.runtime.error_handling.tolerance import Failure, Stage, StageFailed, class_name
+from headwater.runtime.error_handling.tolerance import (
+    HEADER_CONVERTER,
+    KEY_CONVERTER,
+    VALUE_CONVERTER,
+    Failure,
+    Stage,
+    StageFailed,
+    class_name,
+)
 from headwater.runtime.logs.context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore
 from headwater.runtime.tasks.base import State, StateListener, TaskId, WorkerTask
@@ -39,6 +47,7 @@ from headwater.sdk.records import (
 from headwater.sdk.task import SourceTask
 
 log = logging.getLogger(__name__)
+
 
 SEND_FAILED_BACKOFF_MS = 100
 """After a synchronous retriable send failure, wait this long before resending from the failed record."""
@@ -392,12 +401,12 @@ class WorkerSourceTask(WorkerTask):
     def _convert(self, record: SourceRecord) -> tuple[bytes | None, bytes | None, RawHeaders | None]:
         """The record's key, value and headers as bytes; raises :class:`StageFailed` naming the failed stage."""
         topic = record.topic
-        stage, converter = Stage.KEY_CONVERTER, self.key_converter
+        stage, converter = KEY_CONVERTER, self.key_converter
         try:
             key = converter.from_connect(topic, record.key_schema, record.key)
-            stage, converter = Stage.VALUE_CONVERTER, self.value_converter
+            stage, converter = VALUE_CONVERTER, self.value_converter
             value = converter.from_connect(topic, record.value_schema, record.value)
-            stage, converter = Stage.HEADER_CONVERTER, self.header_converter  # type: ignore[assignment]
+            stage, converter = HEADER_CONVERTER, self.header_converter  # type: ignore[assignment]
             headers = self._headers(record) if record.headers else None
         except Exception as error:
             raise StageFailed(Failure(stage, class_name(converter), error, record)) from error
