@@ -86,7 +86,7 @@ class SinkConversion:
         if self.as_they_are or (self._as_they_are_without_headers and not any(map(_HEADERS, messages))):
             # the transport's records are handed on as they are (with Kafka: read from librdkafka when asked)
             return Converted(joined(records, messages), (), None)
-        transforms = self.transforms
+        transforms = self.transforms or None  # an empty chain is falsy through a method: tested once, not per record
         key_converter, value_converter = self.key_converter, self.value_converter
         to_key, to_value = key_converter.to_connect, value_converter.to_connect
         key_data, value_data = self._key_data, self._value_data
@@ -125,7 +125,7 @@ class SinkConversion:
                 value_schema,
                 message,
             )
-            if transforms:
+            if transforms is not None:
                 try:
                     transformed = transforms.apply(record, message, True, self._unshared)
                 except StageFailed as failed:

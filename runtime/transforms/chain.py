@@ -46,7 +46,9 @@ class TransformationChain(Generic[R]):
             self._rewrites: list[tuple[Callable[[R], R | None], TransformStage[R]]] = [
                 (rewriting.rewrite, stage) for stage, rewriting, _ in self._steps if rewriting
             ]
-            self._maps = {part for _, _, part in self._steps}
+            self._rewrite_calls: list[Callable[[R], R | None]] = [rewrite for rewrite, _ in self._rewrites]
+            maps = {part for _, _, part in self._steps}
+            self._copies_value, self._copies_key = "value" in maps, "key" in maps
             self.apply = self._rewrite_all  # type: ignore[method-assign]
 
     def __bool__(self) -> bool:
@@ -91,18 +93,18 @@ class TransformationChain(Generic[R]):
             if not owned:
                 record = working_copy(record, None)
         else:
-            maps = self._maps
-            record = working_copy(record, "value" if "value" in maps else None, owned)
-            if "key" in maps:
+            record = working_copy(record, "value" if self._copies_value else None, owned)
+            if self._copies_key:
                 record = working_copy(record, "key", True)
-        for rewrite, stage in self._rewrites:
-            try:
-                transformed = rewrite(record)
-            except Exception as error:
-                raise _failed(stage, error, original if original is not None else given) from error
-            if transformed is None:
-                return None
-            record = transformed
+        done = 0  # stages done: one ``try`` for the chain, and the failing stage found by its place
+        try:
+            for rewrite in self._rewrite_calls:
+                record = rewrite(record)
+                if record is None:
+                    return None
+                done += 1
+        except Exception as error:
+            raise _failed(self._rewrites[done][1], error, original if original is not None else given) from error
         return record
 
     def close(self) -> None:
