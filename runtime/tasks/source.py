@@ -207,22 +207,28 @@ class WorkerSourceTask(WorkerTask):
         if self._to_send is None:
             if now < self.context.idle_until:  # the task said it has nothing until then (SourceTaskContext.idle)
                 return progressed
-            began = perf_counter()
-            try:
-                records = self.task.poll()
-            except RetriableError as error:
-                log.warning("retriable error from poll, polling again: %s", error)
-                records = None
-            if records is not None:
-                ended = perf_counter()
-                self.poll_times.observe(ended - began, ended)
+            records = self._poll_task()
             if not records:
                 return progressed
-            self.records_polled += len(records)
             self._take(records)
         if now < self._retry_at:
             return progressed
         return self._send(now) or progressed
+
+    def _poll_task(self) -> Sequence[SourceRecord] | None:
+        """The connector's ``poll``, timed and counted; a :class:`RetriableError` from it is logged and polled
+        again at the next pass."""
+        began = perf_counter()
+        try:
+            records = self.task.poll()
+        except RetriableError as error:
+            log.warning("retriable error from poll, polling again: %s", error)
+            return None
+        if records is not None:
+            ended = perf_counter()
+            self.poll_times.observe(ended - began, ended)
+            self.records_polled += len(records)
+        return records
 
     def next_pass_due(self) -> int:
         """While the task idles (:meth:`WorkerSourceTaskContext.idle`), running, with nothing to send and every
