@@ -9,9 +9,9 @@ The same loop as :class:`~headwater.runtime.tasks.source.WorkerSourceTask`, over
   ``offsets.storage.topic`` and the worker's, when it has one) and the task started, so it resumes from the last
   committed transaction.
 - A transaction begins with the first batch taken after the last one ended. It holds the batch's records, heartbeat
-  records too, and, written last, the source offsets of the records it holds, to the connector's offsets topic (the
-  worker's unless ``offsets.storage.topic`` names one); so records and
-  offsets are stored together or not at all.
+  records too, and the source offsets of the records it holds (written first with the poll boundary, last
+  otherwise), to the connector's offsets topic (the worker's unless ``offsets.storage.topic`` names one); so records
+  and offsets are stored together or not at all.
 - It commits at the boundary the connector's ``transaction.boundary`` names: after every batch ``poll`` returned
   (poll), every ``transaction.boundary.interval.ms`` (interval), or when the task asks through its
   :class:`~headwater.sdk.transactions.TransactionContext` (connector), which may also abort one.
