@@ -9,12 +9,17 @@ The same loop as :class:`~headwater.runtime.tasks.source.WorkerSourceTask`, over
   ``offsets.storage.topic`` and the worker's, when it has one) and the task started, so it resumes from the last
   committed transaction.
 - A transaction begins with the first batch taken after the last one ended. It holds the batch's records, heartbeat
-  records too, and, written last, the source offsets of the records it holds, to the connector's offsets topic (the
-  worker's unless ``offsets.storage.topic`` names one); so records and
-  offsets are stored together or not at all.
+  records too, and the source offsets of the records it holds (written first with the poll boundary, last
+  otherwise), to the connector's offsets topic (the worker's unless ``offsets.storage.topic`` names one); so records
+  and offsets are stored together or not at all.
 - It commits at the boundary the connector's ``transaction.boundary`` names: after every batch ``poll`` returned
   (poll), every ``transaction.boundary.interval.ms`` (interval), or when the task asks through its
   :class:`~headwater.sdk.transactions.TransactionContext` (connector), which may also abort one.
+- With the poll and interval boundaries the commit (waiting for the records' acknowledgements, then
+  ``commit_transaction``) runs on the task's committer thread while the task thread polls the connector for the next
+  batch; the next transaction begins only once the commit returned, and the ``offsets_committed`` hook is called on
+  the task thread then. A batch polled ahead of a commit that fails is never sent: the task fails, and the next
+  generation polls it again from the offsets last committed.
 - A producer that is fenced, or a commit that fails, fails the task: what the transaction held is never shown to a
   ``read_committed`` consumer, and the next generation resumes from the offsets last committed.
 - A graceful stop commits the open transaction when the last batch was sent whole, and aborts it otherwise; a failed
@@ -26,6 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter
 from typing import Protocol
 
@@ -37,12 +43,12 @@ from headwater.runtime.tasks.base import State, StateListener, TaskId
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.tasks.source_context import WorkerSourceTaskContext
 from headwater.runtime.tasks.submitted import PartitionKey, partition_key
+from headwater.runtime.tasks.transaction_context import WorkerTransactionContext
 from headwater.runtime.transport.base import ProducerFencedError, TransactionalProducer
 from headwater.sdk.context import Clock
 from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import SourceBatch, SourceOffset, SourceRecord, validate_offset_map
 from headwater.sdk.task import SourceTask
-from headwater.sdk.transactions import TransactionContext
 
 log = logging.getLogger(__name__)
 
@@ -63,50 +69,6 @@ class TransactionalOffsets(Protocol):
     def committed(self, connector: str, offsets: Sequence[PartitionOffset]) -> None:
         """The transaction that held ``offsets`` committed (a connector's own offsets topic copies them to the
         worker's then)."""
-
-
-class WorkerTransactionContext(TransactionContext):
-    """What the task asked of its transactions (Kafka Connect's ``WorkerTransactionContext``). A record is matched
-    by identity: the very object ``poll`` returns in a list (records of a :class:`~headwater.sdk.SourceBatch` are
-    made on the fly, so a batch takes batch-level requests only)."""
-
-    def __init__(self) -> None:
-        self.commit_batch = False
-        self.abort_batch = False
-        self.commit_on: set[int] = set()
-        self.abort_on: set[int] = set()
-
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
-        if record is None:
-            self.commit_batch = True
-        else:
-            self.commit_on.add(id(record))
-
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
-        if record is None:
-            self.abort_batch = True
-        else:
-            self.abort_on.add(id(record))
-
-    def batch_request(self) -> str | None:
-        """``commit``, ``abort`` or ``None``, for the batch just sent; the request is cleared."""
-        commit, abort = self.commit_batch, self.abort_batch
-        self.commit_batch = self.abort_batch = False
-        if commit and abort:
-            raise ConnectError("the task asked both to commit and to abort the same transaction")
-        return "commit" if commit else "abort" if abort else None
-
-    def record_request(self, record: SourceRecord) -> str | None:
-        """``commit``, ``abort`` or ``None``: what the task asked to happen right after ``record``."""
-        key = id(record)
-        commit, abort = key in self.commit_on, key in self.abort_on
-        if not (commit or abort):
-            return None
-        self.commit_on.discard(key)
-        self.abort_on.discard(key)
-        if commit and abort:
-            raise ConnectError(f"the task asked both to commit and to abort the transaction of record {record!r}")
-        return "commit" if commit else "abort"
 
 
 class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
@@ -146,6 +108,11 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         """Records in the committed transactions."""
         self._size = 0
         self._heartbeats_alone = False
+        self._committing: tuple[Future[None], list[PartitionOffset]] | None = None
+        """The commit in flight and the offsets it commits; :meth:`_settle` waits for it."""
+        self._committer: ThreadPoolExecutor | None = None
+        self._offsets_sent: list[PartitionOffset] | None = None
+        """The open transaction's offsets, when written into it already (:meth:`_send_offsets_first`)."""
 
     # ---- start ---------------------------------------------------------------------------------------------------
 
@@ -169,11 +136,16 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     # ---- the loop's points -----------------------------------------------------------------------------------
 
     def iteration(self) -> bool:
-        """The source loop's pass; a producer fenced anywhere in it fails the task saying so."""
+        """The source loop's pass, after the commit in flight (if any) returned; a producer fenced anywhere in it
+        fails the task saying so."""
         try:
+            self._settle()
             return super().iteration()
         except ProducerFencedError as error:
             raise self._fenced(error) from None
+
+    def next_pass_due(self) -> int:
+        return self.clock.now_ms() if self._committing is not None else super().next_pass_due()
 
     def _take(self, records: Sequence[SourceRecord]) -> None:
         if self.context_transactions is not None:
@@ -185,13 +157,28 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._take_in_transaction(records)
 
     def _take_in_transaction(self, records: Sequence[SourceRecord]) -> None:
+        self._settle()  # the next transaction's records go only once the last one committed
         if not self._open:
             self.producer.begin()
             self._open = True
             self._before = dict(self.submitted.latest)
             self._size = 0
+            self._offsets_sent = None
         self._size += len(records)
         super()._take(records)
+        if self.transactions.boundary == POLL:
+            self._send_offsets_first()
+
+    def _send_offsets_first(self) -> None:
+        """With the poll boundary a transaction holds one batch, whose offsets are known once it is taken: written
+        before its records, the offsets topic's partition joins the transaction in the same ``AddPartitionsToTxn``
+        request as the records' partition (librdkafka registers the partitions produced to within 1 ms of the first
+        in one request), not one round trip after it. Order within a transaction is invisible to its readers."""
+        with for_offsets(self.id.connector, self.id.task):
+            offsets = self._offsets_to_commit()
+            if offsets:
+                self.offsets.send_in(self.producer, self.settings.connector, offsets)
+        self._offsets_sent = offsets
 
     def _heartbeat_records(self) -> list[SourceRecord]:
         found = super()._heartbeat_records()
@@ -216,7 +203,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     def _batch_sent(self) -> None:
         boundary = self.transactions.boundary
         if boundary == POLL:
-            self._commit_transaction()
+            self._commit_transaction(background=True)
+            self._poll_ahead()
             return
         if boundary != CONNECTOR:
             return
@@ -240,8 +228,24 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         """With the interval boundary, commit the open transaction when no batch is half sent; otherwise the
         transactions commit at their own boundaries."""
         if self.transactions.boundary == INTERVAL_BOUNDARY and self._open and self._to_send is None:
-            self._commit_transaction()
+            self._commit_transaction(background=True)  # the rest of the pass (its poll) overlaps the commit
         return True
+
+    def _poll_ahead(self) -> None:
+        """While the transaction commits, poll the connector for the next batch and take it, if the loop's next pass
+        would poll now (not stopping or paused, not idling, no heartbeat due); taking it waits for the commit."""
+        now = self.clock.now_ms()
+        interval = self.settings.heartbeat_interval_ms
+        if (
+            self._stopping
+            or self._target_paused
+            or now < self.context.idle_until
+            or (interval > 0 and now >= self._next_heartbeat)
+        ):
+            return
+        records = self._poll_task()
+        if records:
+            self._take(records)
 
     # ---- transactions ----------------------------------------------------------------------------------------
 
@@ -257,21 +261,43 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                 found.append((partition, offset))
         return found
 
-    def _commit_transaction(self) -> None:
-        """Write the transaction's offsets into it and commit it; a failure fails the task."""
+    def _commit_transaction(self, background: bool = False) -> None:
+        """Write the transaction's offsets into it and commit it; a failure fails the task. ``background``: on the
+        committer thread, :meth:`_settle` waits for it (and fails the task if it failed)."""
         with for_offsets(self.id.connector, self.id.task):
-            self._commit_in_context()
+            self._settle()
+            if not self._open:
+                return
+            sent, self._offsets_sent = self._offsets_sent, None
+            offsets = self._offsets_to_commit() if sent is None else sent
+            if background:
+                if self._committer is None:
+                    self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"{self.id}-commit")
+                future = self._committer.submit(self._send_and_commit, offsets, sent is None)
+            else:
+                future = Future()
+                try:
+                    self._send_and_commit(offsets, sent is None)
+                    future.set_result(None)
+                except Exception as error:
+                    future.set_exception(error)
+            self._committing = (future, offsets)
+            if not background:
+                self._settle()
 
-    def _commit_in_context(self) -> None:
-        if not self._open:
-            return
+    def _offsets_to_commit(self) -> list[PartitionOffset]:
         try:
-            offsets = self._transaction_offsets()
+            return self._transaction_offsets()
         except TypeError as error:
             raise ConnectError(f"task {self.id}: cannot commit offsets: {error}") from None
+
+    def _send_and_commit(self, offsets: list[PartitionOffset], send: bool = True) -> None:
+        """Write ``offsets`` into the open transaction (unless sent already), wait for its records'
+        acknowledgements and commit it; the offsets then count as committed. The task thread meanwhile calls no
+        producer method."""
         began = perf_counter()
         try:
-            if offsets:
+            if offsets and send:
                 self.offsets.send_in(self.producer, self.settings.connector, offsets)
             remaining = self.producer.flush(TRANSACTION_TIMEOUT_MS)  # delivery reports first: a failed send fails
             if self.acks.error is not None:
@@ -279,6 +305,23 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             if remaining:
                 raise ConnectError(f"{remaining} records of the transaction still unacknowledged")
             self._retrying(lambda: self.producer.commit(TRANSACTION_TIMEOUT_MS), "commit the transaction")
+        finally:
+            ended = perf_counter()
+            self.commit_times.observe(ended - began, ended)
+        self.commits += 1
+        now = self.clock.now_ms()
+        known = self.partition_offsets
+        for partition, offset in offsets:
+            known[partition_key(partition)] = (partition, offset, now)
+
+    def _settle(self) -> None:
+        """Wait for the commit in flight, if any; on the task thread, finish it (the ``offsets_committed`` hook) or
+        fail the task as the commit failed, aborting the transaction."""
+        if self._committing is None:
+            return
+        (future, offsets), self._committing = self._committing, None
+        try:
+            future.result()
         except ProducerFencedError as error:
             self._open = False
             self.commit_failures += 1
@@ -287,19 +330,11 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             self.commit_failures += 1
             self._abort_after_failure()
             raise ConnectError(f"task {self.id}: cannot commit its transaction, which is aborted: {error}") from error
-        finally:
-            ended = perf_counter()
-            self.commit_times.observe(ended - began, ended)
         self._open = False
-        self.commits += 1
         self._record_size()
         self.submitted.committable()  # every record is acknowledged: forget them
         if offsets:
             self.offsets.committed(self.settings.connector, offsets)
-        now = self.clock.now_ms()
-        known = self.partition_offsets
-        for partition, offset in offsets:
-            known[partition_key(partition)] = (partition, offset, now)
         try:
             self.hooks.offsets_committed(task=self.task, offsets=offsets)
         except Exception:
@@ -322,6 +357,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
 
     def _abort_transaction(self) -> None:
         """The task asked to abort: its records since the last commit are never shown, their offsets not stored."""
+        self._settle()
         if not self._open:
             return
         try:
@@ -363,13 +399,23 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             log.warning("the task was cancelled: its open transaction is left for the next generation to abort")
             return
         if self.state is State.FAILED:
+            try:
+                self._settle()  # a batch sent whole may still commit; the committer thread is idle after
+            except Exception as error:
+                log.warning("task %s: its last transaction did not commit: %s", self.id, error)
             self._abort_after_failure()
             return
+        self._settle()
         if self._to_send is not None or self._after:
             log.info("task %s stops in the middle of a batch: aborting the open transaction", self.id)
             self._abort_after_failure()
             return
         self._commit_transaction()
+
+    def close_clients(self) -> None:
+        if self._committer is not None:
+            self._committer.shutdown()  # a commit in flight (of a cancelled task) returns first
+        super().close_clients()
 
     def __repr__(self) -> str:
         return (

@@ -113,7 +113,6 @@ class WorkerSourceTask(WorkerTask):
         self._to_send: Sequence[SourceRecord] | None = None
         self._batch: SubmittedBatch | None = None
         """The :class:`SourceBatch` being sent as raw columns, tracked as one entry."""
-        """The batch being sent, tracked in :attr:`submitted` as a whole before its first record is sent."""
         self._next_index = 0
         self._retry_at = 0
         self._retry = self.errors.retry()
@@ -179,22 +178,25 @@ class WorkerSourceTask(WorkerTask):
         if self._to_send is None:
             if now < self.context.idle_until:  # the task said it has nothing until then (SourceTaskContext.idle)
                 return progressed
-            began = perf_counter()
-            try:
-                records = self.task.poll()
-            except RetriableError as error:
-                log.warning("retriable error from poll, polling again: %s", error)
-                records = None
-            if records is not None:
-                ended = perf_counter()
-                self.poll_times.observe(ended - began, ended)
-            if not records:
+            if not (records := self._poll_task()):
                 return progressed
-            self.records_polled += len(records)
             self._take(records)
         if now < self._retry_at:
             return progressed
         return self._send(now) or progressed
+
+    def _poll_task(self) -> Sequence[SourceRecord] | None:
+        """The connector's ``poll``, timed and counted; a :class:`RetriableError` is logged (poll again later)."""
+        began = perf_counter()
+        try:
+            records = self.task.poll()
+        except RetriableError as error:
+            log.warning("retriable error from poll, polling again: %s", error)
+            return None
+        if records is not None:
+            self.poll_times.observe(perf_counter() - began, perf_counter())
+            self.records_polled += len(records)
+        return records
 
     def next_pass_due(self) -> int:
         """While the task idles (:meth:`WorkerSourceTaskContext.idle`), running, with nothing to send and every

@@ -38,7 +38,9 @@ def test_batch_sizes_must_be_numbers(bench: ModuleType, capsys: pytest.CaptureFi
 def test_an_exactly_once_run_leaves_every_record_once_for_read_committed_readers(
     bench: ModuleType, kafka_bootstrap: str
 ) -> None:
-    args = argparse.Namespace(partitions=3, record_bytes=20, flush_interval_ms=60_000, keep_topics=False)
+    args = argparse.Namespace(
+        partitions=3, record_bytes=20, flush_interval_ms=60_000, keep_topics=False, boundary="poll", interval_ms=100
+    )
     runner = bench.Bench(args, kafka_bootstrap)
     try:
         run = runner.run("exactly-once", 300, 1000, "smoke")

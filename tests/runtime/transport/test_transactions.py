@@ -23,6 +23,7 @@ from headwater.runtime.transport.base import (
     Transport,
 )
 from headwater.runtime.transport.kafka import KafkaTransport
+from headwater.runtime.transport.kafka.transactions import TRANSACTION_GAP_S
 from headwater.runtime.transport.memory import MemoryTransport
 from headwater.sdk.records import TopicPartition
 
@@ -161,3 +162,23 @@ def test_a_transaction_with_a_refused_record_must_be_aborted(cluster: Cluster) -
     send(producer, cluster.topic, b"after")
     producer.commit(TIMEOUT_MS)
     assert values(poll_until(cluster.consumer(READ_COMMITTED), lambda got: len(got) >= 1)) == [b"after"]
+
+
+@pytest.mark.kafka
+def test_on_kafka_a_transaction_begins_no_sooner_than_the_gap_after_the_last_ended(
+    kafka_bootstrap: str, unique_name: str
+) -> None:
+    """librdkafka retries an ``AddPartitionsToTxn`` refused with ``CONCURRENT_TRANSACTIONS`` (the last commit's
+    markers not written yet) only after 20 ms: the Kafka producer paces transactions instead."""
+    producer = KafkaTransport(kafka_bootstrap).transactional_producer(unique_name, {})
+    try:
+        producer.init_transactions(TIMEOUT_MS)
+        for end in (producer.commit, producer.abort):
+            producer.begin()
+            end(TIMEOUT_MS)
+            ended = time.monotonic()
+            producer.begin()
+            assert time.monotonic() - ended >= TRANSACTION_GAP_S, f"began too soon after {end.__name__}"
+            producer.abort(TIMEOUT_MS)
+    finally:
+        producer.close()
