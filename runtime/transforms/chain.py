@@ -99,9 +99,10 @@ class TransformationChain(Generic[R]):
         done = 0  # stages done: one ``try`` for the chain, and the failing stage found by its place
         try:
             for rewrite in self._rewrite_calls:
-                record = rewrite(record)
-                if record is None:
+                rewritten = rewrite(record)
+                if rewritten is None:
                     return None
+                record = rewritten
                 done += 1
         except Exception as error:
             raise _failed(self._rewrites[done][1], error, original if original is not None else given) from error
