@@ -42,7 +42,7 @@ from headwater.runtime.storage.offsets import OffsetStore, PartitionOffset
 from headwater.runtime.tasks.base import State, StateListener, TaskId
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.tasks.source_context import WorkerSourceTaskContext
-from headwater.runtime.tasks.submitted import PartitionKey, partition_key
+from headwater.runtime.tasks.submitted import PartitionKey, newest_offsets, partition_key
 from headwater.runtime.tasks.transaction_context import WorkerTransactionContext
 from headwater.runtime.transport.base import ProducerFencedError, TransactionalProducer
 from headwater.sdk.context import Clock
@@ -167,18 +167,18 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._size += len(records)
         super()._take(records)
         if self.transactions.boundary == POLL:
-            self._send_offsets_first()
+            self._send_offsets_first(records)
 
-    def _send_offsets_first(self) -> None:
+    def _send_offsets_first(self, records: Sequence[SourceRecord]) -> None:
         """With the poll boundary a transaction holds one batch, whose offsets are known once it is taken: written
         before its records, the offsets topic's partition joins the transaction in the same ``AddPartitionsToTxn``
         request as the records' partition (librdkafka registers the partitions produced to within 1 ms of the first
         in one request), not one round trip after it. Order within a transaction is invisible to its readers."""
         with for_offsets(self.id.connector, self.id.task):
-            offsets = self._offsets_to_commit()
+            offsets = self._checked(newest_offsets(records))
             if offsets:
                 self.offsets.send_in(self.producer, self.settings.connector, offsets)
-        self._offsets_sent = offsets
+        self._offsets_sent = [*(self._offsets_sent or ()), *offsets]  # heartbeats may join the open transaction
 
     def _heartbeat_records(self) -> list[SourceRecord]:
         found = super()._heartbeat_records()
@@ -255,10 +255,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         found: list[PartitionOffset] = []
         for key, offset in self.submitted.latest.items():
             if key not in before or before[key] != offset:
-                partition = self.submitted.partition(key)
-                validate_offset_map("partition", partition)
-                validate_offset_map("offset", offset)
-                found.append((partition, offset))
+                found.append((self.submitted.partition(key), offset))
         return found
 
     def _commit_transaction(self, background: bool = False) -> None:
@@ -286,10 +283,17 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                 self._settle()
 
     def _offsets_to_commit(self) -> list[PartitionOffset]:
+        return self._checked(self._transaction_offsets())
+
+    def _checked(self, offsets: list[PartitionOffset]) -> list[PartitionOffset]:
+        """``offsets``, once each partition and offset is a map Kafka Connect can store; else the task fails."""
         try:
-            return self._transaction_offsets()
+            for partition, offset in offsets:
+                validate_offset_map("partition", partition)
+                validate_offset_map("offset", offset)
         except TypeError as error:
             raise ConnectError(f"task {self.id}: cannot commit offsets: {error}") from None
+        return offsets
 
     def _send_and_commit(self, offsets: list[PartitionOffset], send: bool = True) -> None:
         """Write ``offsets`` into the open transaction (unless sent already), wait for its records'

@@ -39,6 +39,26 @@ def partition_key(partition: SourcePartition | None) -> PartitionKey:
         raise TypeError(f"source partition must be a mapping of strings to primitives, got {partition!r}") from None
 
 
+_NO_PARTITION = object()
+"""No run is open: unlike every source partition, ``None`` included."""
+
+
+def newest_offsets(records: Sequence[SourceRecord]) -> list[tuple[SourcePartition | None, SourceOffset | None]]:
+    """The newest offset of each source partition among ``records`` (a batch in hand-over order), before any of
+    them is sent: what a transaction that holds exactly this batch commits."""
+    if isinstance(records, SourceBatch):
+        return [(records.source_partition, records.offsets[-1])] if len(records) else []
+    found: dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]] = {}
+    last: Any = _NO_PARTITION
+    key: PartitionKey = None
+    for record in records:
+        partition = record.source_partition
+        if partition is not last:
+            key, last = partition_key(partition), partition
+        found[key] = (partition, record.source_offset)
+    return list(found.values())
+
+
 class Acks:
     """What the delivery callbacks of one task's records report to: how many were acknowledged, the topics they
     were stored in (KIP-558's source rule: after the acknowledgement), and the first send failure that was not
@@ -255,7 +275,3 @@ class Runs:
         if run is not None and self.end > self.begin:
             offset = self.records[self.end - 1].source_offset
             self.submitted.close_run(run, self.end - self.begin, self.dropped, offset)
-
-
-_NO_PARTITION = object()
-"""No run is open: unlike every source partition, ``None`` included."""
