@@ -99,10 +99,10 @@ class WorkerTask(ABC):
         self.errors = ErrorHandler(str(id), settings.errors, clock)
         """The task's ``errors.*`` handling and its counters."""
         self.all_skipped = AllSkipped(str(id))
+        """The alarm of a task that skips every record it sees, checked once per pass of its loop."""
         self.tolerating = settings.errors.tolerate
         """Whether failed records may be skipped (``errors.tolerance=all``): else :attr:`all_skipped` has nothing
         to count, and the loops leave it alone."""
-        """The alarm of a task that skips every record it sees, checked once per pass of its loop."""
         self.key_converter: Converter
         self.value_converter: Converter
         self.header_converter: HeaderConverter

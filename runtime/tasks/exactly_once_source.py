@@ -232,7 +232,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             if not self._open:
                 return
             sent, self._offsets_sent = self._offsets_sent, None
-            offsets = self._offsets_to_commit() if sent is None else sent
+            offsets = self._checked(self._transaction_offsets()) if sent is None else sent
             try:
                 self._send_and_commit(offsets, sent is None)
             except ProducerFencedError as error:
@@ -247,9 +247,6 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                 ) from error
             self._committed(offsets)
 
-    def _offsets_to_commit(self) -> list[PartitionOffset]:
-        return self._checked(self._transaction_offsets())
-
     def _checked(self, offsets: list[PartitionOffset]) -> list[PartitionOffset]:
         """``offsets``, once each partition and offset is a map Kafka Connect can store; else the task fails."""
         try:
@@ -262,8 +259,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
 
     def _send_and_commit(self, offsets: list[PartitionOffset], send: bool = True) -> None:
         """Write ``offsets`` into the open transaction (unless sent already), wait for its records'
-        acknowledgements and commit it; the offsets then count as committed. The task thread meanwhile calls no
-        producer method."""
+        acknowledgements and commit it."""
         began = perf_counter()
         try:
             if offsets and send:
@@ -277,16 +273,16 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         finally:
             ended = perf_counter()
             self.commit_times.observe(ended - began, ended)
+
+    def _committed(self, offsets: list[PartitionOffset]) -> None:
+        """The open transaction committed with ``offsets``: count it, note the offsets, forget its records and call
+        the ``offsets_committed`` hook."""
+        self._open = False
         self.commits += 1
         now = self.clock.now_ms()
         known = self.partition_offsets
         for partition, offset in offsets:
             known[partition_key(partition)] = (partition, offset, now)
-
-    def _committed(self, offsets: list[PartitionOffset]) -> None:
-        """The open transaction committed with ``offsets``: forget its records and call the ``offsets_committed``
-        hook."""
-        self._open = False
         self._record_size()
         self.submitted.committable()  # every record is acknowledged: forget them
         if offsets:

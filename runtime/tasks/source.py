@@ -194,7 +194,8 @@ class WorkerSourceTask(WorkerTask):
             log.warning("retriable error from poll, polling again: %s", error)
             return None
         if records is not None:
-            self.poll_times.observe(perf_counter() - began, perf_counter())
+            ended = perf_counter()
+            self.poll_times.observe(ended - began, ended)
             self.records_polled += len(records)
         return records
 
@@ -269,8 +270,7 @@ class WorkerSourceTask(WorkerTask):
         start = self._next_index
         if self._batch is not None:
             return self._send_batch(records, self._batch, start)
-        submitted = self.submitted
-        runs = Runs(submitted, records, self.tolerating)
+        runs = Runs(self.submitted, records, self.tolerating)
         try:
             return self._send_runs(records, start, now, runs)
         finally:

@@ -161,9 +161,8 @@ class SubmittedRecords:
         self.acks = acks
         self._pending: dict[PartitionKey, deque[SubmittedBatch]] = {}
         self._partitions: dict[PartitionKey, SourcePartition | None] = {}
-        self._last_partition: Any = object()
+        self._last_partition: Any = _NO_PARTITION
         self._last_key: PartitionKey = None
-        self._last_queue: deque[SubmittedBatch] = deque()
         self.latest: dict[PartitionKey, SourceOffset | None] = {}
         """The newest offset submitted per source partition, acknowledged or not."""
 
@@ -171,7 +170,7 @@ class SubmittedRecords:
         """An empty run of ``partition``'s records to ``topic``, to be sent with its :meth:`~SubmittedBatch.ack` as
         their callback and then given to :meth:`close_run`."""
         if partition is not self._last_partition:
-            self._queue(partition)
+            self._use(partition)
         return SubmittedBatch(self._last_key, None, topic, 0, self.acks)
 
     def close_run(self, run: SubmittedBatch, records: int, dropped: int, offset: SourceOffset | None) -> None:
@@ -193,23 +192,17 @@ class SubmittedRecords:
         """Track a whole non-empty batch, before any of it is sent."""
         if not len(batch):
             raise ValueError("an empty SourceBatch has no offset to track")
-        partition = batch.source_partition
-        queue = self._last_queue if partition is self._last_partition else self._queue(partition)
-        offset = batch.offsets[-1]
-        entry = SubmittedBatch(self._last_key, offset, batch.topic, len(batch), self.acks)
-        queue.append(entry)
-        self.latest[self._last_key] = offset
-        return entry
+        run = self.open_run(batch.source_partition, batch.topic)
+        self.close_run(run, len(batch), 0, batch.offsets[-1])
+        return run
 
-    def _queue(self, partition: SourcePartition | None) -> deque[SubmittedBatch]:
-        """The queue of ``partition``, made the last one used."""
+    def _use(self, partition: SourcePartition | None) -> None:
+        """Make ``partition`` the last one used (its key computed once for the runs that follow), with a queue."""
         key = partition_key(partition)
-        queue = self._pending.get(key)
-        if queue is None:
-            queue = self._pending[key] = deque()
+        if key not in self._pending:
+            self._pending[key] = deque()
             self._partitions[key] = partition
-        self._last_partition, self._last_key, self._last_queue = partition, key, queue
-        return queue
+        self._last_partition, self._last_key = partition, key
 
     def committable(self) -> dict[PartitionKey, tuple[SourcePartition | None, SourceOffset | None]]:
         """Pop the acknowledged head of every partition's queue; return the last popped offset per partition."""

@@ -43,10 +43,10 @@ class TransformationChain(Generic[R]):
         ]
         if self.stages and all(rewriting and stage.predicate is None for stage, rewriting, _ in self._steps):
             # the usual chain, built-ins only and unguarded: one copy, then every stage in place
-            self._rewrites: list[tuple[Callable[[R], R | None], TransformStage[R]]] = [
-                (rewriting.rewrite, stage) for stage, rewriting, _ in self._steps if rewriting
+            self._rewrite_calls: list[Callable[[R], R | None]] = [
+                rewriting.rewrite for _, rewriting, _ in self._steps if rewriting
             ]
-            self._rewrite_calls: list[Callable[[R], R | None]] = [rewrite for rewrite, _ in self._rewrites]
+            self._rewrite_stages: list[TransformStage[R]] = [stage for stage, rewriting, _ in self._steps if rewriting]
             maps = {part for _, _, part in self._steps}
             self._copies_value, self._copies_key = "value" in maps, "key" in maps
             self.apply = self._rewrite_all  # type: ignore[method-assign]
@@ -105,7 +105,7 @@ class TransformationChain(Generic[R]):
                 record = rewritten
                 done += 1
         except Exception as error:
-            raise _failed(self._rewrites[done][1], error, original if original is not None else given) from error
+            raise _failed(self._rewrite_stages[done], error, original if original is not None else given) from error
         return record
 
     def close(self) -> None:
