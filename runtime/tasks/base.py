@@ -28,6 +28,7 @@ from headwater.runtime.plugins import plugin_manager
 from headwater.runtime.transforms.chain import TransformationChain
 from headwater.sdk.config import ConfigDef
 from headwater.sdk.context import Clock
+from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.metrics import PluginMetrics
 from headwater.sdk.task import Task
 
@@ -52,6 +53,17 @@ class State(enum.Enum):
 
 _FAILED = State.FAILED
 """Read once per pass: an enum member read through its class costs ten times a global on Python 3.11."""
+
+
+START_WAIT_MS = 60_000
+"""How long, on the task's clock, a task that is :class:`NotReadyToStart` keeps trying before it fails."""
+
+
+class NotReadyToStart(RetriableError):
+    """Raised by :meth:`WorkerTask.initialize` when the task cannot start yet but will be able to (an exactly-once
+    task whose committed offsets a sibling's open transaction holds back): the loop tries again at each pass, for
+    up to :data:`START_WAIT_MS` on the task's clock, then fails the task with it. Meanwhile the connector's task is
+    not started, so it neither polls nor gets ``stop``."""
 
 
 StateListener = Callable[[TaskId, State, "str | None"], None]
@@ -92,6 +104,8 @@ class WorkerTask(ABC):
         self._stopping = False
         self._cancelled = False
         self._target_paused = False
+        self._start_deadline: int | None = None
+        """While the task is :class:`NotReadyToStart`: the clock time it fails at if still not ready."""
         self._wake = threading.Event()
         self.transforms: TransformationChain[Any] = TransformationChain()
         """The connector's transforms and predicates, applied to each record (set before the task starts)."""
@@ -141,12 +155,27 @@ class WorkerTask(ABC):
             manager: pluggy.PluginManager = plugin_manager(self.task, self._plugins)
             self.hooks = manager.hook
             self.parsed_config = self.config_def.parse_task_config(self.config)
-            self.initialize()
-            self.task.start(self.config)
-            self._set_state(State.PAUSED if self._target_paused else State.RUNNING)
-            self.on_started()
+            self._start_task()
         except Exception as error:
             self._fail(error)
+
+    def _start_task(self) -> None:
+        """:meth:`initialize`, then the connector's ``start``; a task :class:`NotReadyToStart` tries again at its
+        next pass (:meth:`step`) until its wait is over."""
+        try:
+            self.initialize()
+        except NotReadyToStart as error:
+            now = self.clock.now_ms()
+            if self._start_deadline is None:
+                self._start_deadline = now + START_WAIT_MS
+                log.warning("task %s cannot start yet; trying again at each pass: %s", self.id, error)
+            elif now >= self._start_deadline:
+                raise ConnectError(f"task {self.id} could not start within {START_WAIT_MS} ms: {error}") from None
+            return
+        self._start_deadline = None
+        self.task.start(self.config)
+        self._set_state(State.PAUSED if self._target_paused else State.RUNNING)
+        self.on_started()
 
     def step(self) -> bool:
         """One pass of the task loop; return whether records moved. A failure marks the task FAILED and shuts
@@ -157,6 +186,9 @@ class WorkerTask(ABC):
             with self.logging_context():
                 return self.step()
         try:
+            if self._start_deadline is not None:
+                self._start_task()
+                return False
             return self.iteration()
         except Exception as error:
             self._fail(error)
@@ -201,7 +233,7 @@ class WorkerTask(ABC):
             self._shutdown()
 
     def _shutdown(self) -> None:
-        if self.hooks is not None:
+        if self.hooks is not None and self._start_deadline is None:  # else the connector's task never started
             try:
                 self.before_stop()
             except Exception:

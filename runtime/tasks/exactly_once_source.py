@@ -33,7 +33,7 @@ from headwater.runtime.config.connector import TaskSettings
 from headwater.runtime.config.exactly_once_support import CONNECTOR, INTERVAL_BOUNDARY, POLL, Transactions
 from headwater.runtime.logs.context import for_offsets
 from headwater.runtime.storage.offsets import OffsetStore, PartitionOffset
-from headwater.runtime.tasks.base import State, StateListener, TaskId
+from headwater.runtime.tasks.base import NotReadyToStart, State, StateListener, TaskId
 from headwater.runtime.tasks.source import WorkerSourceTask
 from headwater.runtime.tasks.source_context import WorkerSourceTaskContext
 from headwater.runtime.tasks.submitted import PartitionKey, newest_offsets, partition_key
@@ -102,15 +102,24 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         """Records in the committed transactions."""
         self._size = 0
         self._heartbeats_alone = False
+        self._fenced_older = False
+        """Whether :meth:`initialize` fenced the task's older producers already (a start tried again does not)."""
         self._offsets_sent: list[PartitionOffset] | None = None
         """The open transaction's offsets, when written into it already (:meth:`_send_offsets_first`)."""
 
     # ---- start ---------------------------------------------------------------------------------------------------
 
     def initialize(self) -> None:
-        """Fence the task's older producers first, then read the offsets they committed."""
-        self._retrying(lambda: self.producer.init_transactions(TRANSACTION_TIMEOUT_MS), "initialise transactions")
-        self.offsets.refresh()
+        """Fence the task's older producers first, then read the offsets they committed. A transaction of a sibling
+        task still open on the offsets topic holds them back (a read stops at the last stable offset), so the task
+        is :class:`NotReadyToStart` until it ended, as Kafka Connect's task waits in ``KafkaBasedLog.readToEnd``."""
+        if not self._fenced_older:
+            self._retrying(lambda: self.producer.init_transactions(TRANSACTION_TIMEOUT_MS), "initialise transactions")
+            self._fenced_older = True
+        try:
+            self.offsets.refresh()
+        except RetriableError as error:
+            raise NotReadyToStart(f"its committed offsets cannot be read yet: {error}") from None
         super().initialize()
 
     def _context(self) -> WorkerSourceTaskContext:

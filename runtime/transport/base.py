@@ -339,7 +339,9 @@ class TopicLog(Protocol):
         ...
 
     def start(self) -> None:
-        """Create the topic if it is missing (compacted), then hand every record from the beginning to ``apply``."""
+        """Create the topic if it is missing (compacted), then hand every record from the beginning to ``apply``, up
+        to the last stable offset: a transaction left open (by a worker that died) must not keep a worker from
+        starting, and :meth:`read_to_end` reads the rest once it ended."""
         ...
 
     def stop(self) -> None:
@@ -360,7 +362,11 @@ class TopicLog(Protocol):
 
     def read_to_end(self, timeout_ms: int | None = None) -> None:
         """Hand ``apply`` every record up to the end the topic has now. A log reads committed records only
-        (``read_committed``): records of an open transaction wait for its commit, an aborted one's never come."""
+        (``read_committed``): records of an open transaction wait for its commit, an aborted one's never come. The
+        end is the high watermark, not the last stable offset: a record committed after a transaction still open is
+        read once that transaction ends, and the read waits for it (Kafka Connect's ``KafkaBasedLog``, KIP-618). It
+        never returns short: a :class:`~headwater.sdk.errors.RetriableError` naming the partition says the timeout
+        passed first."""
         ...
 
     def read_available(self, timeout_ms: int = 0) -> int:

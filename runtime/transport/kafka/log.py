@@ -11,9 +11,15 @@ There is no background reader thread: a log sees other writers' records when it 
 calls :meth:`KafkaBasedLog.read_available` (a distributed worker does, at each pass of its loop), and not before.
 Every call that talks to the broker is bounded by a timeout and raises :class:`ConnectError` naming the topic.
 
-It reads committed records only (``isolation.level=read_committed``, and its end is the last stable offset), as
-Kafka Connect's offsets store does with exactly-once source support: offsets a task writes in a transaction are read
-back once the transaction commits, never when it aborts.
+It reads committed records only (``isolation.level=read_committed``), as Kafka Connect's offsets store does with
+exactly-once source support: offsets a task writes in a transaction are read back once the transaction commits,
+never when it aborts. The end :meth:`KafkaBasedLog.read_to_end` reads to is the high watermark, not the last stable
+offset (Kafka Connect's ``TopicAdmin.endOffsets`` lists it ``read_uncommitted`` since KIP-618): a record committed
+after another producer's transaction that is still open lies beyond the last stable offset, so reading to that
+would miss it (a starting task would read its own committed offsets stale while a sibling task has a transaction
+open on the same offsets partition). The read waits for such a transaction to end instead, and its timeout says so.
+:meth:`KafkaBasedLog.start` reads to the last stable offset only, so that a transaction a dead worker left open
+does not keep the next worker from starting.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from headwater.runtime.transport.base import Delivery, LogApply, raise_failed, record_key
 from headwater.runtime.transport.kafka.logger import with_logger
-from headwater.sdk.errors import ConnectError
+from headwater.sdk.errors import ConnectError, RetriableError
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +140,7 @@ class KafkaBasedLog:
             # offset 0 rather than OFFSET_BEGINNING: no offset lookup, which waits for the leader of a new topic
             self._consumer.assign([TopicPartition(self.topic, p, 0) for p in range(count)])
             self._positions = dict.fromkeys(range(count), 0)
-            self.read_to_end(max(0, int((deadline - time.monotonic()) * 1000)))
+            self._read_to_end(max(0, int((deadline - time.monotonic()) * 1000)), IsolationLevel.READ_COMMITTED)
         except BaseException:
             self.stop()
             raise
@@ -195,20 +201,25 @@ class KafkaBasedLog:
     # ---- reading ---------------------------------------------------------------------------------------------
 
     def read_to_end(self, timeout_ms: int | None = None) -> None:
-        """Hand every record up to the end the topic has now to ``apply``; raise ConnectError if that takes longer
-        than the timeout (default: the log's)."""
-        timeout_ms = self.timeout_ms if timeout_ms is None else timeout_ms
+        """Hand every record up to the end the topic has now (its high watermark) to ``apply``, waiting for the
+        transactions open below it to end; raise :class:`RetriableError` if that takes longer than the timeout
+        (default: the log's), naming the partitions an open transaction holds back."""
+        self._read_to_end(self.timeout_ms if timeout_ms is None else timeout_ms, IsolationLevel.READ_UNCOMMITTED)
+
+    def _read_to_end(self, timeout_ms: int, isolation: IsolationLevel) -> None:
+        """Read to the high watermark (``READ_UNCOMMITTED``) or to the last stable offset (``READ_COMMITTED``)."""
         deadline = time.monotonic() + timeout_ms / 1000
         with self._read_lock:
             consumer = self._require(self._consumer)
-            ends = self._end_offsets(deadline, timeout_ms)
+            ends = self._end_offsets(deadline, timeout_ms, isolation)
             positions = self._positions
             behind = {p for p, end in ends.items() if positions[p] < end}
             while behind:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    lag = ", ".join(f"partition {p} at {positions[p]} of {ends[p]}" for p in sorted(behind))
-                    raise ConnectError(f"timed out after {timeout_ms} ms reading topic {self.topic!r} ({lag})")
+                    raise RetriableError(
+                        f"timed out after {timeout_ms} ms reading topic {self.topic!r} ({self._lag(behind, ends)})"
+                    )
                 messages = consumer.consume(500, 0)  # what is fetched already; never waits for a full batch
                 if not messages:
                     message = consumer.poll(min(remaining, 0.1))
@@ -216,6 +227,20 @@ class KafkaBasedLog:
                 for message in messages:
                     self._consume(message)
                 behind = {p for p in behind if positions[p] < ends[p]}
+
+    def _lag(self, behind: set[int], ends: dict[int, int]) -> str:
+        """Where each partition ``behind`` is, and whether an open transaction holds it back."""
+        try:
+            stable = self._end_offsets(time.monotonic() + 1, 1000, IsolationLevel.READ_COMMITTED)
+        except ConnectError:
+            stable = {}
+        found = []
+        for p in sorted(behind):
+            at = f"partition {p} at {self._positions[p]} of {ends[p]}"
+            if stable.get(p, ends[p]) < ends[p]:
+                at += f": an open transaction holds its last stable offset at {stable[p]}"
+            found.append(at)
+        return ", ".join(found)
 
     def read_available(self, timeout_ms: int = 0) -> int:
         """Hand ``apply`` what has arrived, waiting up to ``timeout_ms`` for something (writers wait meanwhile),
@@ -244,17 +269,16 @@ class KafkaBasedLog:
         else:  # the end of the partition: offset is where the next record will be
             self._positions[partition] = max(self._positions[partition], offset)
 
-    def _end_offsets(self, deadline: float, timeout_ms: int) -> dict[int, int]:
-        """The offset after the last record of each partition, retried while a new topic gets its leaders."""
+    def _end_offsets(self, deadline: float, timeout_ms: int, isolation: IsolationLevel) -> dict[int, int]:
+        """The offset after the last record of each partition (the high watermark; with ``READ_COMMITTED`` the last
+        stable offset), retried while a new topic gets its leaders."""
         admin = self._require(self._admin)
         admin.poll(0)  # serves the client's log lines
         latest = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in self._positions}  # type: ignore[no-untyped-call]
         while True:
             remaining = max(deadline - time.monotonic(), 0.001)
             try:
-                futures = admin.list_offsets(
-                    latest, request_timeout=remaining, isolation_level=IsolationLevel.READ_COMMITTED
-                )
+                futures = admin.list_offsets(latest, request_timeout=remaining, isolation_level=isolation)
                 return {tp.partition: future.result(timeout=remaining + 1).offset for tp, future in futures.items()}
             except KafkaException as exception:
                 error = exception.args[0]

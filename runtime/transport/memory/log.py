@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from headwater.runtime.transport.base import Delivery, LogApply, Message, RecordMetadata, raise_failed, record_key
 from headwater.runtime.transport.memory.producer import MemoryProducer
 from headwater.runtime.transport.memory.state import BrokerState
-from headwater.sdk.errors import ConnectError
+from headwater.sdk.errors import ConnectError, RetriableError
 from headwater.sdk.records import TopicPartition
 
 
@@ -68,7 +68,7 @@ class MemoryLog:
             raise ConnectError(f"topic {self.topic!r} must have exactly {self.partitions} partition(s) but has {count}")
         self._positions = dict.fromkeys(range(count), 0)
         self._producer = MemoryProducer(self.state, {})
-        self.read_to_end()
+        self.read_available()
 
     def stop(self) -> None:
         producer, self._producer = self._producer, None
@@ -107,7 +107,27 @@ class MemoryLog:
         self.wait([self.send(key, value) for key, value in records], timeout_ms)
 
     def read_to_end(self, timeout_ms: int | None = None) -> None:
+        """As on Kafka, but nothing waits. The broker knows which records beyond the last stable offset belong to the
+        transactions still open: when all do, a read to it holds every record committed so far and is whole (a read
+        on Kafka would wait for them, and hold at least as much); a record committed after an open transaction
+        began fails the read at once, as if the timeout had passed, naming the partition and the transaction."""
+        self._require()
+        with self.state.lock:
+            transactions = self.state.transactions
+            held = []
+            for partition in self._positions:
+                tp = TopicPartition(self.topic, partition)
+                found = transactions.holding(tp, len(self.state.partition_log(tp)))
+                if found is not None:
+                    held.append((partition, *found))
         self.read_available()
+        if held:
+            partition, holder, offset = held[0]
+            raise RetriableError(
+                f"cannot read topic {self.topic!r} to its end: partition {partition} at {self._positions[partition]}: "
+                f"the open transaction of {holder!r} holds back the record at offset {offset}, committed after it "
+                "began (its last stable offset)"
+            )
 
     def read_available(self, timeout_ms: int = 0) -> int:
         """Hand ``apply`` every record written since the last read (outside the broker's lock), as a

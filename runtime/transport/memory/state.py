@@ -212,6 +212,21 @@ class Transactions:
         transaction still open, else ``end`` (Kafka's last stable offset)."""
         return min((opened[tp][0] for opened in self.open.values() if tp in opened), default=end)
 
+    def holding(self, tp: TopicPartition, end: int) -> tuple[str, int] | None:
+        """The transactional id whose open transaction holds back a record of ``tp`` below ``end`` that is not its
+        own (one committed, or written without a transaction, after it began), and that record's offset; ``None``
+        when everything beyond the last stable offset belongs to open transactions, so a ``read_committed`` read to
+        it holds every record committed so far."""
+        held = sorted((opened[tp][0], tid) for tid, opened in self.open.items() if tp in opened)
+        if not held:
+            return None
+        pending = {offset for opened in self.open.values() for offset in opened.get(tp, ())}
+        skipped = self.markers.get(tp, set()) | self.aborted.get(tp, set())
+        for offset in range(held[0][0], end):
+            if offset not in pending and offset not in skipped:
+                return held[0][1], offset
+        return None
+
     def hidden(self, tp: TopicPartition, committed_only: bool) -> set[int] | None:
         """The offsets of ``tp`` a consumer skips (``None``: none)."""
         markers = self.markers.get(tp)

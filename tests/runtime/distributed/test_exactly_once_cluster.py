@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from headwater.harness import SimulatedCluster
+from headwater.harness.simulated_cluster import OFFSETS_TOPIC
 from headwater.runtime.tasks.base import State, TaskId
 from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
 from headwater.runtime.tasks.source import WorkerSourceTask
@@ -205,3 +206,37 @@ def test_heartbeats_commit_in_transactions_while_the_source_has_no_data(config: 
     assert task.commits >= commits + 4, "each heartbeat commits on its own while no transaction is open"
     committed = cluster.broker.messages("connect-heartbeats", committed_only=True)
     assert len(committed) == task.heartbeat_records
+
+
+def test_a_restarted_task_starts_only_once_a_transaction_open_on_the_offsets_topic_ended() -> None:
+    """A starting task reads its committed offsets to the offsets topic's end. A transaction another producer holds
+    open there (a sibling task's) stops a ``read_committed`` read at its first record, short of what the task
+    committed after it began: the restarted task waits, not started, until that transaction ends, then goes on from
+    its own last commit. Started at once, it would write again every record it committed meanwhile."""
+    cluster = SimulatedCluster(1, ENABLED)
+    worker = cluster.live[0]
+    create(cluster, "seq", 1)
+    cluster.run_until(lambda: running(cluster, "seq", 1), what="the task running")
+    sibling = worker.transport.transactional_producer("seq-sibling", {})
+    sibling.init_transactions(30_000)
+    sibling.begin()
+    for partition in range(cluster.broker.topics()[OFFSETS_TOPIC]):
+        sibling.produce(OFFSETS_TOPIC, b"{}", b"sibling", partition=partition)
+    task = worker.worker.tasks[TaskId("seq", 0)]
+    committed = task.commits
+    cluster.run_until(lambda: task.commits >= committed + 3, what="transactions committed after the sibling's began")
+
+    worker.herder.restart_task(TaskId("seq", 0))
+    cluster.run_until(lambda: worker.worker.tasks[TaskId("seq", 0)] is not task, what="the task restarted")
+    restarted = worker.worker.tasks[TaskId("seq", 0)]
+    cluster.advance(500)
+    while_open = restarted.state, restarted.records_sent
+
+    sibling.commit(30_000)
+    cluster.run_until(lambda: restarted.state is State.RUNNING and restarted.commits > 0, what="the task running")
+    cluster.advance(500)
+    worker.herder.stop()
+    seqs = counts(cluster, "out-seq")[0]
+    assert set(seqs) == set(range(max(seqs) + 1)), "records lost"
+    assert max(seqs.values()) == 1, f"records written twice: {sorted(s for s, n in seqs.items() if n > 1)}"
+    assert while_open == (State.UNASSIGNED, 0), "it waited, not started, while the transaction was open"

@@ -25,6 +25,7 @@ from headwater.runtime.transport.base import (
 from headwater.runtime.transport.kafka import KafkaTransport
 from headwater.runtime.transport.kafka.transactions import TRANSACTION_GAP_S
 from headwater.runtime.transport.memory import MemoryTransport
+from headwater.sdk.errors import ConnectError
 from headwater.sdk.records import TopicPartition
 
 TIMEOUT_MS = 30_000
@@ -182,3 +183,40 @@ def test_on_kafka_a_transaction_begins_no_sooner_than_the_gap_after_the_last_end
             producer.abort(TIMEOUT_MS)
     finally:
         producer.close()
+
+
+def test_a_log_read_to_its_end_waits_for_a_transaction_open_below_a_committed_record(cluster: Cluster) -> None:
+    """A log reads to the end the topic has (its high watermark), not to its last stable offset: a record another
+    producer committed after a transaction that is still open must be read, else a starting exactly-once task
+    reads its own committed offsets stale whenever a sibling task has a transaction open on the same offsets
+    partition (Kafka Connect's ``KafkaBasedLog`` lists the end offsets ``read_uncommitted``, KIP-618). Until the
+    open transaction ends the read fails, naming it; it never returns short. A log started meanwhile reads to the
+    last stable offset only: a transaction a dead worker left open must not keep a worker from starting."""
+    applied: list[tuple[bytes | None, bytes | None]] = []
+    late: list[tuple[bytes | None, bytes | None]] = []
+    log = cluster.transport.topic_log(cluster.topic, lambda key, value: applied.append((key, value)), timeout_ms=500)
+    log.start()
+    started_late = cluster.transport.topic_log(cluster.topic, lambda key, value: late.append((key, value)))
+    try:
+        sibling = cluster.producer(f"{cluster.topic}-sibling")
+        sibling.begin()
+        sibling.produce(cluster.topic, b"sibling's", b"sibling", partition=0)
+        assert sibling.flush(TIMEOUT_MS) == 0
+        task = cluster.producer(f"{cluster.topic}-task")
+        task.begin()
+        task.produce(cluster.topic, b"task's", b"task", partition=0)
+        task.commit(TIMEOUT_MS)
+
+        with pytest.raises(ConnectError, match=r"partition 0 .*open transaction"):
+            log.read_to_end(500)
+        assert applied == []
+        started_late.start()
+        assert late == []
+
+        sibling.commit(TIMEOUT_MS)
+        log.read_to_end(TIMEOUT_MS)
+        started_late.read_to_end(TIMEOUT_MS)
+        assert applied == late == [(b"sibling", b"sibling's"), (b"task", b"task's")]
+    finally:
+        log.stop()
+        started_late.stop()
