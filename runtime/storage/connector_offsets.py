@@ -126,8 +126,10 @@ class ConnectorOffsetStore:
 
 class OffsetTopics:
     """A worker's stores of connectors' own offsets topics, on the cluster of ``worker_store``: one per topic,
-    started at its first use, read to its end again at each later one (Kafka Connect reads it afresh for each task
-    it starts, which may resume offsets another worker wrote). Safe to call from several threads."""
+    started at its first use, read again at each later one (Kafka Connect reads it afresh for each task it starts,
+    which may resume offsets another worker wrote): to its last stable offset, as the task's own transaction from a
+    worker that died may still be open there; an exactly-once task reads it to its end once it fenced that
+    transaction. Safe to call from several threads."""
 
     def __init__(self, worker_store: KafkaOffsetStore) -> None:
         self.worker_store = worker_store
@@ -144,7 +146,7 @@ class OffsetTopics:
                 found.start()
                 self._stores[topic] = found
         if not fresh:
-            found.refresh()
+            found.read_stable()  # not to the end: a transaction of the task being made may be open there
         return ConnectorOffsetStore(self.worker_store, found)
 
     def stop(self) -> None:

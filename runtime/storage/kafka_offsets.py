@@ -89,6 +89,13 @@ class KafkaOffsetStore(LocalOffsetStore):
             self._check_started()
         self.log.read_to_end(timeout_ms)
 
+    def read_stable(self, timeout_ms: int | None = None) -> None:
+        """Read what other writers stored since the last read up to the last stable offset, not waiting for open
+        transactions (an exactly-once task reads to the end itself once it fenced its own older producers)."""
+        with self._lock:
+            self._check_started()
+        self.log.read_to_stable(timeout_ms)
+
     def set(self, connector: str, offsets: Sequence[PartitionOffset], timeout_ms: int) -> None:
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000
         records = self._records(connector, offsets)

@@ -15,6 +15,11 @@ The same loop as :class:`~headwater.runtime.tasks.source.WorkerSourceTask`, over
 - It commits at the boundary the connector's ``transaction.boundary`` names: after every batch ``poll`` returned
   (poll), every ``transaction.boundary.interval.ms`` (interval), or when the task asks through its
   :class:`~headwater.sdk.transactions.TransactionContext` (connector), which may also abort one.
+- With the poll and interval boundaries the commit (waiting for the records' acknowledgements, then
+  ``commit_transaction``) runs on the task's committer thread while the task thread polls the connector for the next
+  batch; the next transaction begins only once the commit returned, and the ``offsets_committed`` hook is called on
+  the task thread then. A batch polled ahead of a commit that fails is never sent: the task fails, and the next
+  generation polls it again from the offsets last committed.
 - A producer that is fenced, or a commit that fails, fails the task: what the transaction held is never shown to a
   ``read_committed`` consumer, and the next generation resumes from the offsets last committed.
 - A graceful stop commits the open transaction when the last batch was sent whole, and aborts it otherwise; a failed
@@ -26,6 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter
 from typing import Protocol
 
@@ -104,6 +110,9 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._heartbeats_alone = False
         self._fenced_older = False
         """Whether :meth:`initialize` fenced the task's older producers already (a start tried again does not)."""
+        self._committing: tuple[Future[None], list[PartitionOffset]] | None = None
+        """The commit in flight and the offsets it commits; :meth:`_settle` waits for it."""
+        self._committer: ThreadPoolExecutor | None = None
         self._offsets_sent: list[PartitionOffset] | None = None
         """The open transaction's offsets, when written into it already (:meth:`_send_offsets_first`)."""
 
@@ -136,11 +145,16 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     # ---- the loop's points -----------------------------------------------------------------------------------
 
     def iteration(self) -> bool:
-        """The source loop's pass; a producer fenced anywhere in it fails the task saying so."""
+        """The source loop's pass, after the commit in flight (if any) returned; a producer fenced anywhere in it
+        fails the task saying so."""
         try:
+            self._settle()
             return super().iteration()
         except ProducerFencedError as error:
             raise self._fenced(error) from None
+
+    def next_pass_due(self) -> int:
+        return self.clock.now_ms() if self._committing is not None else super().next_pass_due()
 
     def _take(self, records: Sequence[SourceRecord]) -> None:
         if self.context_transactions is not None:
@@ -152,6 +166,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._take_in_transaction(records)
 
     def _take_in_transaction(self, records: Sequence[SourceRecord]) -> None:
+        self._settle()  # the next transaction's records go only once the last one committed
         if not self._open:
             self.producer.begin()
             self._open = True
@@ -197,7 +212,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     def _batch_sent(self) -> None:
         boundary = self.transactions.boundary
         if boundary == POLL:
-            self._commit_transaction()
+            self._commit_transaction(background=True)
+            self._poll_ahead()
             return
         if boundary != CONNECTOR:
             return
@@ -221,8 +237,24 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         """With the interval boundary, commit the open transaction when no batch is half sent; otherwise the
         transactions commit at their own boundaries."""
         if self.transactions.boundary == INTERVAL_BOUNDARY and self._open and self._to_send is None:
-            self._commit_transaction()
+            self._commit_transaction(background=True)  # the rest of the pass (its poll) overlaps the commit
         return True
+
+    def _poll_ahead(self) -> None:
+        """While the transaction commits, poll the connector for the next batch and take it, if the loop's next pass
+        would poll now (not stopping or paused, not idling, no heartbeat due); taking it waits for the commit."""
+        now = self.clock.now_ms()
+        interval = self.settings.heartbeat_interval_ms
+        if (
+            self._stopping
+            or self._target_paused
+            or now < self.context.idle_until
+            or (interval > 0 and now >= self._next_heartbeat)
+        ):
+            return
+        records = self._poll_task()
+        if records:
+            self._take(records)
 
     # ---- transactions ----------------------------------------------------------------------------------------
 
@@ -235,26 +267,29 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                 found.append((self.submitted.partition(key), offset))
         return found
 
-    def _commit_transaction(self) -> None:
-        """Write the transaction's offsets into it and commit it; a failure fails the task."""
+    def _commit_transaction(self, background: bool = False) -> None:
+        """Write the transaction's offsets into it and commit it; a failure fails the task. ``background``: on the
+        committer thread, :meth:`_settle` waits for it (and fails the task if it failed)."""
         with for_offsets(self.id.connector, self.id.task):
+            self._settle()
             if not self._open:
                 return
             sent, self._offsets_sent = self._offsets_sent, None
             offsets = self._checked(self._transaction_offsets()) if sent is None else sent
-            try:
-                self._send_and_commit(offsets, sent is None)
-            except ProducerFencedError as error:
-                self._open = False
-                self.commit_failures += 1
-                raise self._fenced(error) from None
-            except Exception as error:
-                self.commit_failures += 1
-                self._abort_after_failure()
-                raise ConnectError(
-                    f"task {self.id}: cannot commit its transaction, which is aborted: {error}"
-                ) from error
-            self._committed(offsets)
+            if background:
+                if self._committer is None:
+                    self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"{self.id}-commit")
+                future = self._committer.submit(self._send_and_commit, offsets, sent is None)
+            else:
+                future = Future()
+                try:
+                    self._send_and_commit(offsets, sent is None)
+                    future.set_result(None)
+                except Exception as error:
+                    future.set_exception(error)
+            self._committing = (future, offsets)
+            if not background:
+                self._settle()
 
     def _checked(self, offsets: list[PartitionOffset]) -> list[PartitionOffset]:
         """``offsets``, once each partition and offset is a map Kafka Connect can store; else the task fails."""
@@ -282,6 +317,24 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         finally:
             ended = perf_counter()
             self.commit_times.observe(ended - began, ended)
+
+    def _settle(self) -> None:
+        """Wait for the commit in flight, if any; on the task thread, finish it (the ``offsets_committed`` hook) or
+        fail the task as the commit failed, aborting the transaction."""
+        if self._committing is None:
+            return
+        (future, offsets), self._committing = self._committing, None
+        try:
+            future.result()
+        except ProducerFencedError as error:
+            self._open = False
+            self.commit_failures += 1
+            raise self._fenced(error) from None
+        except Exception as error:
+            self.commit_failures += 1
+            self._abort_after_failure()
+            raise ConnectError(f"task {self.id}: cannot commit its transaction, which is aborted: {error}") from error
+        self._committed(offsets)
 
     def _committed(self, offsets: list[PartitionOffset]) -> None:
         """The open transaction committed with ``offsets``: count it, note the offsets, forget its records and call
@@ -318,6 +371,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
 
     def _abort_transaction(self) -> None:
         """The task asked to abort: its records since the last commit are never shown, their offsets not stored."""
+        self._settle()
         if not self._open:
             return
         try:
@@ -359,13 +413,23 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             log.warning("the task was cancelled: its open transaction is left for the next generation to abort")
             return
         if self.state is State.FAILED:
+            try:
+                self._settle()  # a batch sent whole may still commit; the committer thread is idle after
+            except Exception as error:
+                log.warning("task %s: its last transaction did not commit: %s", self.id, error)
             self._abort_after_failure()
             return
+        self._settle()
         if self._to_send is not None or self._after:
             log.info("task %s stops in the middle of a batch: aborting the open transaction", self.id)
             self._abort_after_failure()
             return
         self._commit_transaction()
+
+    def close_clients(self) -> None:
+        if self._committer is not None:
+            self._committer.shutdown()  # a commit in flight (of a cancelled task) returns first
+        super().close_clients()
 
     def __repr__(self) -> str:
         return (

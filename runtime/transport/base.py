@@ -369,6 +369,11 @@ class TopicLog(Protocol):
         passed first."""
         ...
 
+    def read_to_stable(self, timeout_ms: int | None = None) -> None:
+        """Hand ``apply`` every record up to the topic's last stable offset now (what :meth:`start` reads to): never
+        waits for an open transaction, so what was committed after one began may still be missing."""
+        ...
+
     def read_available(self, timeout_ms: int = 0) -> int:
         """Hand ``apply`` what has arrived, waiting up to ``timeout_ms`` for something, without asking where the
         topic ends (how a worker follows a log other workers write); return how many records it handed over."""

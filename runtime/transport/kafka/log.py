@@ -140,7 +140,7 @@ class KafkaBasedLog:
             # offset 0 rather than OFFSET_BEGINNING: no offset lookup, which waits for the leader of a new topic
             self._consumer.assign([TopicPartition(self.topic, p, 0) for p in range(count)])
             self._positions = dict.fromkeys(range(count), 0)
-            self._read_to_end(max(0, int((deadline - time.monotonic()) * 1000)), IsolationLevel.READ_COMMITTED)
+            self.read_to_stable(max(0, int((deadline - time.monotonic()) * 1000)))
         except BaseException:
             self.stop()
             raise
@@ -205,6 +205,10 @@ class KafkaBasedLog:
         transactions open below it to end; raise :class:`RetriableError` if that takes longer than the timeout
         (default: the log's), naming the partitions an open transaction holds back."""
         self._read_to_end(self.timeout_ms if timeout_ms is None else timeout_ms, IsolationLevel.READ_UNCOMMITTED)
+
+    def read_to_stable(self, timeout_ms: int | None = None) -> None:
+        """Hand every record up to the last stable offset to ``apply``, not waiting for open transactions."""
+        self._read_to_end(self.timeout_ms if timeout_ms is None else timeout_ms, IsolationLevel.READ_COMMITTED)
 
     def _read_to_end(self, timeout_ms: int, isolation: IsolationLevel) -> None:
         """Read to the high watermark (``READ_UNCOMMITTED``) or to the last stable offset (``READ_COMMITTED``)."""

@@ -68,7 +68,7 @@ class MemoryLog:
             raise ConnectError(f"topic {self.topic!r} must have exactly {self.partitions} partition(s) but has {count}")
         self._positions = dict.fromkeys(range(count), 0)
         self._producer = MemoryProducer(self.state, {})
-        self.read_available()
+        self.read_to_stable()
 
     def stop(self) -> None:
         producer, self._producer = self._producer, None
@@ -128,6 +128,9 @@ class MemoryLog:
                 f"the open transaction of {holder!r} holds back the record at offset {offset}, committed after it "
                 "began (its last stable offset)"
             )
+
+    def read_to_stable(self, timeout_ms: int | None = None) -> None:
+        self.read_available()
 
     def read_available(self, timeout_ms: int = 0) -> int:
         """Hand ``apply`` every record written since the last read (outside the broker's lock), as a

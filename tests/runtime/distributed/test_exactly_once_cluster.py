@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import pytest
 
@@ -17,6 +18,9 @@ from headwater.harness.simulated_cluster import OFFSETS_TOPIC
 from headwater.runtime.tasks.base import State, TaskId
 from headwater.runtime.tasks.exactly_once_source import ExactlyOnceWorkerSourceTask
 from headwater.runtime.tasks.source import WorkerSourceTask
+from headwater.sdk import SourceRecord, SourceTask, hookimpl
+from support.connectors import ALLOWED_MODULES
+from support.counting_source import CountingSourceConnector, CountingSourceTask
 
 SOURCE = "support.counting_source:CountingSourceConnector"
 ENABLED = {"exactly.once.source.support": "enabled", "offset.flush.interval.ms": "100"}
@@ -240,3 +244,66 @@ def test_a_restarted_task_starts_only_once_a_transaction_open_on_the_offsets_top
     assert set(seqs) == set(range(max(seqs) + 1)), "records lost"
     assert max(seqs.values()) == 1, f"records written twice: {sorted(s for s, n in seqs.items() if n > 1)}"
     assert while_open == (State.UNASSIGNED, 0), "it waited, not started, while the transaction was open"
+
+
+class AheadSourceConnector(CountingSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return AheadSourceTask
+
+
+class AheadSourceTask(CountingSourceTask):
+    """Counts like :class:`CountingSourceTask`, noting each poll (its first number) and each committed offset."""
+
+    events: ClassVar[list[tuple[str, int]]] = []
+
+    def poll(self) -> Sequence[SourceRecord]:
+        AheadSourceTask.events.append(("poll", self.next))
+        return super().poll()
+
+    @hookimpl
+    def offsets_committed(self, offsets: list[tuple[Any, Any]]) -> None:
+        AheadSourceTask.events.extend(("committed", offset["seq"]) for _, offset in offsets)
+
+
+def test_the_next_batch_is_polled_while_a_transaction_commits_and_sent_only_after() -> None:
+    AheadSourceTask.events = []
+    cluster = SimulatedCluster(1, {**ENABLED, **ALLOWED_MODULES})
+    config = {"connector.class": f"{__name__}:AheadSourceConnector", "tasks.max": "1", "topic": "out-ahead"}
+    cluster.live[0].herder.put_connector_config("ahead", {**config, "transaction.boundary": "poll"})
+    cluster.run_until(lambda: AheadSourceTask.events.count(("committed", 29)) == 1, what="ten transactions")
+    batch = CountingSourceTask.BATCH
+    events = AheadSourceTask.events[: AheadSourceTask.events.index(("committed", 29)) + 1]
+    expected = [("poll", 0)] + [e for n in range(10) for e in (("poll", batch * (n + 1)), ("committed", batch * n + 2))]
+    assert events == expected, "each batch is polled before the transaction of the batch before it is finished"
+    cluster.live[0].herder.stop()
+    seqs = counts(cluster, "out-ahead")[0]
+    assert set(seqs) == set(range(max(seqs) + 1)) and max(seqs.values()) == 1, "every record once"
+    worker = cluster.live[0]
+    worker.offset_store.refresh()
+    assert worker.offset_store.get("ahead", [{"connector": "ahead", "task": 0}])[0][1] == {"seq": max(seqs)}
+
+
+def test_a_failed_commit_never_sends_the_batch_polled_ahead_and_a_restart_polls_it_again() -> None:
+    AheadSourceTask.events = []
+    cluster = SimulatedCluster(1, {**ENABLED, **ALLOWED_MODULES})
+    config = {"connector.class": f"{__name__}:AheadSourceConnector", "tasks.max": "1", "topic": "out-ahead"}
+    herder = cluster.live[0].herder
+    herder.put_connector_config("ahead", {**config, "transaction.boundary": "poll"})
+    cluster.run_until(lambda: ("committed", 8) in AheadSourceTask.events, what="three transactions")
+    (task,) = cluster.live[0].worker.tasks.values()
+    assert isinstance(task, ExactlyOnceWorkerSourceTask)
+    task.producer.faults.fail_next_deliveries(1)  # type: ignore[attr-defined]
+    cluster.run_until(lambda: task.state is State.FAILED, what="the task failing on its failed commit")
+    assert "cannot commit its transaction, which is aborted" in str(task.failure)
+    polled = [n for kind, n in AheadSourceTask.events if kind == "poll"]
+    committed = max(n for kind, n in AheadSourceTask.events if kind == "committed")
+    assert polled[-1] > committed + CountingSourceTask.BATCH, "a batch was polled ahead of the failed commit"
+    herder.restart_task(TaskId("ahead", 0))
+    cluster.run_until(lambda: ("committed", polled[-1] + 8) in AheadSourceTask.events, what="the restarted task")
+    polls = [n for kind, n in AheadSourceTask.events if kind == "poll"]
+    assert polls.count(committed + 1) == 2 and polls.count(polled[-1]) == 2, (
+        "the restarted task resumes after the last committed offset: the failed batch and the one polled ahead again"
+    )
+    herder.stop()
+    seqs = counts(cluster, "out-ahead")[0]
+    assert set(seqs) == set(range(max(seqs) + 1)) and max(seqs.values()) == 1, "every record once"
