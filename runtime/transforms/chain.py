@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from headwater.runtime.error_handling.tolerance import Failure, Stage, StageFailed, class_name
-from headwater.runtime.transforms.records import Rewriting, working_copy
+from headwater.runtime.transforms.records import Rewriting, copied_with_value, working_copy
+from headwater.sdk.records import SourceRecord
 from headwater.sdk.transforms import Predicate, R, Transformation
 
 
@@ -49,6 +50,7 @@ class TransformationChain(Generic[R]):
             self._rewrite_stages: list[TransformStage[R]] = [stage for stage, rewriting, _ in self._steps if rewriting]
             maps = {part for _, _, part in self._steps}
             self._copies_value, self._copies_key = "value" in maps, "key" in maps
+            self._value_only = self._copies_value and not self._copies_key
             self.apply = self._rewrite_all  # type: ignore[method-assign]
 
     def __bool__(self) -> bool:
@@ -92,6 +94,8 @@ class TransformationChain(Generic[R]):
         if maps_owned:
             if not owned:
                 record = working_copy(record, None)
+        elif not owned and self._value_only and type(record) is SourceRecord and type(record.value) is dict:
+            record = copied_with_value(record)
         else:
             record = working_copy(record, "value" if self._copies_value else None, owned)
             if self._copies_key:

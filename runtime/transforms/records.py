@@ -170,6 +170,17 @@ def _copied(record: SourceRecord) -> SourceRecord:
     return made
 
 
+def copied_with_value(record: SourceRecord) -> SourceRecord:
+    """``working_copy(record, "value")`` for a source record whose value is a ``dict``, in one step: about 60% of
+    its cost, which counts in the source loop's chain of built-ins (``bench/transforms.py``)."""
+    made: SourceRecord = _new(SourceRecord)
+    made.source_partition, made.source_offset, made.topic = record.source_partition, record.source_offset, record.topic
+    made.value, made.key, made.partition = record.value.copy(), record.key, record.partition
+    made.timestamp, made.headers = record.timestamp, record.headers
+    made.key_schema, made.value_schema = record.key_schema, record.value_schema
+    return made
+
+
 class Rewriting(Transformation[R]):
     """A built-in transformation that changes, in place, a record its chain owns: the chain copies a record once
     (:func:`working_copy`) before the first of a run of these, rather than each of them making a new record, which

@@ -80,6 +80,7 @@ def source_record() -> SourceRecord:
 
 CHAINS = [
     "stamp,tidy,keyed,route,mark",  # built-ins only: the one-copy path
+    "stamp,tidy,route",  # built-ins changing the value alone: a source record's one-step copy
     "stamp,share,tidy,route",  # a plugin between built-ins: the general path
     "share,stamp,tidy,wrap,again",  # a map rewritten after a plugin and after a hoist
 ]
