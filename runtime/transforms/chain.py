@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from headwater.runtime.error_handling.tolerance import Failure, Stage, StageFailed, class_name
-from headwater.runtime.transforms.records import Rewriting, copied_with_value, working_copy
+from headwater.runtime.transforms.records import Rewriting, copied, working_copy
 from headwater.sdk.records import SourceRecord
 from headwater.sdk.transforms import Predicate, R, Transformation
 
@@ -95,7 +95,7 @@ class TransformationChain(Generic[R]):
             if not owned:
                 record = working_copy(record, None)
         elif not owned and self._value_only and type(record) is SourceRecord and type(record.value) is dict:
-            record = copied_with_value(record)
+            record = copied(record, record.value.copy())
         else:
             record = working_copy(record, "value" if self._copies_value else None, owned)
             if self._copies_key:
