@@ -217,14 +217,15 @@ class Transactions:
         own (one committed, or written without a transaction, after it began), and that record's offset; ``None``
         when everything beyond the last stable offset belongs to open transactions, so a ``read_committed`` read to
         it holds every record committed so far."""
-        held = sorted((opened[tp][0], tid) for tid, opened in self.open.items() if tp in opened)
-        if not held:
+        firsts = [(opened[tp][0], tid) for tid, opened in self.open.items() if tp in opened]
+        if not firsts:
             return None
+        stable, holder = min(firsts)
         pending = {offset for opened in self.open.values() for offset in opened.get(tp, ())}
         skipped = self.markers.get(tp, set()) | self.aborted.get(tp, set())
-        for offset in range(held[0][0], end):
+        for offset in range(stable, end):
             if offset not in pending and offset not in skipped:
-                return held[0][1], offset
+                return holder, offset
         return None
 
     def hidden(self, tp: TopicPartition, committed_only: bool) -> set[int] | None:
