@@ -146,7 +146,11 @@ class WorkerSinkTask(WorkerTask):
             log.error("offset commit %d timed out; allowing a new one", self._commit_seqno)
             self.commit_failures += 1
             self._committing = False
-        timeout = min(max(self._next_commit - now, 0), MAX_POLL_WAIT_MS)
+        timeout = self._next_commit - now  # branches, not min(max(...)): two builtin calls a pass
+        if timeout > MAX_POLL_WAIT_MS:
+            timeout = MAX_POLL_WAIT_MS
+        elif timeout < 0:
+            timeout = 0
         if context.timeout_ms is not None:
             timeout = min(timeout, context.timeout_ms)
             context.timeout_ms = None
@@ -179,11 +183,14 @@ class WorkerSinkTask(WorkerTask):
                 self._convert(pending)
         if messages:
             self.records_read += len(messages)
-            self._raw = joined(self._raw, messages)
-            if self.conversion.as_they_are:
-                self._records = joined(self._records, messages)
+            if not self._raw and self.conversion.as_they_are:  # the usual pass: nothing held back, handed on as is
+                self._raw = self._records = messages
             else:
-                self._convert(messages)
+                self._raw = joined(self._raw, messages)
+                if self.conversion.as_they_are:
+                    self._records = joined(self._records, messages)
+                else:
+                    self._convert(messages)
         if self._unconverted:
             return False
         return self._deliver()
