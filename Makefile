@@ -24,12 +24,14 @@ typecheck: $(STAMP)
 	$(BIN)/python tools/typecheck.py
 
 # the whole suite in two runs: the fast tier first over both cores (a broken rule fails in minutes), then the tests
-# that need services (a broker, databases, Spark, a JVM, fresh venvs, podman, killed workers), also over both cores,
-# handed out one at a time with the scenarios of minutes first; pytest-xdist's workers share one of each service
-# per run (harness/shared_services.py); each run prints its slowest tests
+# that need services (a broker, databases, Spark, a JVM, fresh venvs, podman, killed workers) in three workers on
+# the two cores, as they spend much of their time waiting on those services and the processes they start (see
+# SERVICE_WORKERS), handed out one at a time with the scenarios of minutes first; pytest-xdist's workers share one
+# of each service per run (harness/shared_services.py); each run prints its slowest tests
+SERVICE_WORKERS ?= 3
 pytest: $(STAMP)
 	HEADWATER_FAST_TIER=1 $(BIN)/python -m pytest -m "not services" -n 2 --durations=10
-	$(BIN)/python -m pytest -m services -n 2 --dist load --maxschedchunk 1 --durations=30
+	$(BIN)/python -m pytest -m services -n $(SERVICE_WORKERS) --dist load --maxschedchunk 1 --durations=30
 
 # the inner loop: everything that needs no service (tests/support/tiers.py), over both cores; a test that reaches
 # a service unmarked fails here

@@ -23,6 +23,21 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PYSPARK_MISSING = "the Spark sink needs the spark-sink extra"
+CLUSTER_CORES, CLUSTER_MEMORY = 3, "3g"
+"""The session's Spark cluster: one worker with a core and 512 MB for the application of each of the services tier's
+three pytest-xdist workers (``SERVICE_WORKERS`` in the Makefile), so that they run at once."""
+TEST_DRIVER_JIT = "-XX:TieredStopAtLevel=1"
+"""The JIT of the Spark drivers that tests start (this process's session, and the worker processes' sessions, which
+inherit the environment): C1 only, as the test broker runs. A test's driver lives for seconds to minutes and writes
+hundreds of rows, so C2's compiler threads cost CPU (on two cores shared by three pytest workers) that they never
+pay back: a session with Delta started in 12 to 14 s against 14 to 19 s with C2 (three pairs). Nothing a test
+checks depends on the JIT; a driver a user starts keeps Java's default, as do the benches run on their own."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``SPARK_SUBMIT_OPTS`` (which ``spark-submit`` adds to the driver's JVM options) for every Spark driver the run
+    starts, unless the environment gives its own."""
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_DRIVER_JIT)
 
 
 @pytest.fixture(scope="session")
@@ -72,17 +87,17 @@ def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def spark_cluster(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
-    """A Spark standalone cluster for the session (one master, one worker with 2 cores and 2 GB, so that the
-    applications of two pytest-xdist workers, each asking for 1 core and 512 MB, run at once; under pytest-xdist one
-    for all workers of the run): ``master_url``, ``work_dir`` (the executors' directories), ``alive_workers()``,
-    ``status()``."""
+    """A Spark standalone cluster for the session (one master, one worker with :data:`CLUSTER_CORES` cores and
+    :data:`CLUSTER_MEMORY`, so that the applications of the pytest-xdist workers, each asking for 1 core and 512 MB,
+    run at once; under pytest-xdist one for all workers of the run): ``master_url``, ``work_dir`` (the executors'
+    directories), ``alive_workers()``, ``status()``."""
     pytest.importorskip("pyspark", reason=PYSPARK_MISSING)
     if shutil.which("java") is None:
         pytest.skip("the Spark cluster needs Java 17")
     shared = SharedServices.of(pytestconfig)
+    made = lambda: SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=CLUSTER_CORES, memory=CLUSTER_MEMORY)  # noqa: E731
     if shared is not None:
-        start = lambda: _start_shared(SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g"))  # noqa: E731
-        yield SparkCluster.attach(shared.get("spark-cluster", start, ServiceError))
+        yield SparkCluster.attach(shared.get("spark-cluster", lambda: _start_shared(made()), ServiceError))
         return
-    with SparkCluster(tmp_path_factory.mktemp("spark-cluster"), cores=2, memory="2g") as cluster:
+    with made() as cluster:
         yield cluster
