@@ -220,6 +220,7 @@ def run_bench(
             errors="replace",
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
             start_new_session=True,
+            preexec_fn=_interruptible if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else None,
         ) as child,
     ):
         reader = threading.Thread(target=_echo, args=(child, lines, echo, bench.name), daemon=True)
@@ -252,6 +253,14 @@ def _echo(child: subprocess.Popen[str], lines: list[str], echo: TextIO, name: st
         lines.append(line.rstrip("\n"))
         echo.write(f"  {name}| {line}")
         echo.flush()
+
+
+def _interruptible() -> None:
+    """In the bench's process before it starts: SIGINT back to its default. A process started in the background
+    by a shell without job control (``make bench &`` in a script) ignores SIGINT, and so does everything it starts:
+    Python then installs no KeyboardInterrupt for it, and :func:`_stop` would wait out its 30 s and kill the bench
+    without its ``finally`` blocks."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _stop(child: subprocess.Popen[str]) -> None:

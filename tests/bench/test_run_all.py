@@ -6,6 +6,7 @@ left out of the runner's list."""
 from __future__ import annotations
 
 import io
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -92,11 +93,20 @@ def test_a_run_of_benches_that_all_ran_exits_0(
     assert {bench for bench, _ in rows(capsys.readouterr().out)} == {"fast", "steady"}
 
 
-def test_a_bench_that_hangs_is_stopped_and_failed(runner: ModuleType, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_a_bench_that_hangs_is_stopped_and_failed(runner: ModuleType, tmp_path: Path, sigint: str) -> None:
+    """Also where the runner was started with SIGINT ignored (in the background by a shell without job control),
+    which its children would inherit."""
     bench = runner.Bench("hangs", (), {"x": runner.NONE}, script=script(tmp_path, "hangs", "time.sleep(60)"))
-    result = runner.run_bench(bench, {}, io.StringIO(), timeout_s=1)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if sigint == "ignored" else None
+    try:
+        result = runner.run_bench(bench, {}, io.StringIO(), timeout_s=1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     assert not result.ran and result.error == "timed out after 1 s"
     assert result.wall_s < 30, "SIGINT stopped it"
+    assert any("KeyboardInterrupt" in line for line in result.stderr_tail), result.stderr_tail
 
 
 def test_the_docs_keep_each_run_above_the_earlier_ones_and_hold_compares_with_the_newest(
