@@ -25,9 +25,9 @@ typecheck: $(STAMP)
 
 # the whole suite in two runs: the fast tier first over both cores (a broken rule fails in minutes), then the tests
 # that need services (a broker, databases, Spark, a JVM, fresh venvs, podman, killed workers) in three workers on
-# the two cores, as they spend much of their time waiting on those services and the processes they start (see
-# SERVICE_WORKERS), handed out one at a time with the scenarios of minutes first; pytest-xdist's workers share one
-# of each service per run (harness/shared_services.py); each run prints its slowest tests
+# the two cores (SERVICE_WORKERS: 26.6 min against 27.6 with two, the cores idle 10% of the run, so more would not
+# help), handed out one at a time with the scenarios of minutes first; pytest-xdist's workers share one of each
+# service per run (harness/shared_services.py); each run prints its slowest tests
 SERVICE_WORKERS ?= 3
 pytest: $(STAMP)
 	HEADWATER_FAST_TIER=1 $(BIN)/python -m pytest -m "not services" -n 2 --durations=10
