@@ -23,8 +23,8 @@ from headwater.runtime.worker import Worker
 from support.connectors import ALLOWED_MODULES
 
 TIMEOUT_S = 120.0
-"""How long a wait on a condition may take: generous, for a loaded machine running two pytest-xdist workers beside
-brokers and Spark; a condition that holds ends the wait at once."""
+"""How long a wait on a condition may take: generous, for a loaded machine running pytest-xdist workers beside brokers
+and Spark; a condition that holds ends the wait at once."""
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = TIMEOUT_S) -> Any:

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 PYSPARK_MISSING = "the Spark sink needs the spark-sink extra"
 CLUSTER_CORES, CLUSTER_MEMORY = 3, "3g"
-"""The session's Spark cluster: one worker with a core and 512 MB for the application of each of the services tier's
-three pytest-xdist workers (``SERVICE_WORKERS`` in the Makefile), so that they run at once."""
+"""The session's Spark cluster: one worker with a core for the application of each of the services tier's three
+pytest-xdist workers (``SERVICE_WORKERS`` in the Makefile), and room for the 512 MB each asks, so that they run at
+once."""
 TEST_DRIVER_JIT = "-XX:TieredStopAtLevel=1"
 """The JIT of the Spark drivers that tests start (this process's session, and the worker processes' sessions, which
 inherit the environment): C1 only, as the test broker runs. A test's driver lives for seconds to minutes and writes
